@@ -1,0 +1,5 @@
+"""``python -m nictune`` runs the CLI."""
+
+from nictune.cli.main import run
+
+run()

@@ -1,0 +1,1 @@
+"""The ``nictune`` command line (Typer + Rich)."""

@@ -1,0 +1,70 @@
+"""What every CLI command shares: consoles, output helpers and input parsing."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+
+from nictune.errors import InvalidInputError
+from nictune.measure._base import METRICS, Testbed
+
+console = Console()
+err_console = Console(stderr=True)
+
+SIM_NOTE = "simulated testbed: figures come from a model of the seed papers, not from hardware"
+
+
+def parse_assignments(items: Sequence[str], option: str = "--set") -> dict[str, str]:
+    """``["mtu=9000", "rx_mode=timer"]`` -> ``{"mtu": "9000", "rx_mode": "timer"}``."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise InvalidInputError(
+                f"{option} {item!r}: expected KNOB=VALUE, e.g. {option} mtu=9000",
+                field=option, allowed="KNOB=VALUE",
+            )
+        out[name.strip()] = value.strip()
+    return out
+
+
+def testbed_label(testbed: Testbed) -> str:
+    return f"{testbed.name} ({SIM_NOTE})" if testbed.simulated else testbed.name
+
+
+def summarise(samples: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Mean, min, max and standard deviation of every metric over repeats."""
+    out: dict[str, dict[str, float]] = {}
+    for name in METRICS:
+        values = [s[name] for s in samples if name in s]
+        if not values:
+            continue
+        out[name] = {
+            "mean": statistics.fmean(values),
+            "min": min(values),
+            "max": max(values),
+            "stdev": statistics.stdev(values) if len(values) > 1 else 0.0,
+        }
+    return out
+
+
+def fmt(value: float) -> str:
+    """A metric value with sensible precision."""
+    if value == 0:
+        return "0"
+    mag = abs(value)
+    if mag >= 1000:
+        return f"{value:,.0f}"
+    if mag >= 10:
+        return f"{value:.1f}"
+    if mag >= 0.01:
+        return f"{value:.3f}"
+    return f"{value:.2e}"
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, sort_keys=False, default=str))

@@ -1,0 +1,87 @@
+"""The ``nictune`` command: entry point, sub-commands and the mapping of errors to exit codes.
+
+Exit codes: 0 success, 1 a failure while working (a measurement, the database), 2 bad
+input (unknown name, invalid value, malformed file), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import typer
+
+from nictune import __version__
+from nictune.cli import measure as measure_cmd
+from nictune.cli import spaces
+from nictune.cli._common import err_console
+from nictune.errors import InvalidInputError, NictuneError
+
+app = typer.Typer(
+    name="nictune",
+    help=(
+        "Find the NIC and network-stack settings that make a pair of Linux hosts move data "
+        "fastest, by measuring configurations proposed by an optimizer."
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(spaces.app, name="spaces")
+app.command("measure")(measure_cmd.measure)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"nictune {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """nictune: measure and tune NIC and network-stack settings."""
+
+
+def _register_optional() -> None:
+    """Sub-commands whose modules land separately (optimizer, database, testbeds)."""
+    import importlib
+
+    for module, name in (("nictune.cli.optimize", None), ("nictune.cli.history", "history"),
+                         ("nictune.cli.db", "db"), ("nictune.cli.testbed", "testbed")):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name == module:
+                continue
+            raise
+        mod.register(app) if hasattr(mod, "register") else app.add_typer(mod.app, name=name)
+
+
+_register_optional()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI on ``argv`` and return its exit code (errors become one readable line)."""
+    try:
+        app(args=list(argv) if argv is not None else None, prog_name="nictune")
+    except SystemExit as exc:  # Typer's own usage errors (exit 2), --help, typer.Exit
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    except InvalidInputError as exc:
+        err_console.print(f"[red]error:[/] {exc}", highlight=False)
+        return 2
+    except NictuneError as exc:
+        err_console.print(f"[red]error:[/] {exc}", highlight=False)
+        return 1
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130
+    return 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""``nictune measure``: the metrics of one configuration on a testbed."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from nictune.cli._common import (
+    console,
+    fmt,
+    parse_assignments,
+    print_json,
+    summarise,
+    testbed_label,
+)
+from nictune.measure._base import METRICS
+from nictune.measure.registry import DEFAULT_TESTBED, open_testbed
+from nictune.measure.workloads import WORKLOADS, get_workload
+from nictune.search_spaces import load_space
+
+
+def measure(
+    testbed: str = typer.Option(DEFAULT_TESTBED, "--testbed", "-t",
+                                help="sim:PROFILE, veth[:NAME] or a pair YAML file."),
+    workload: str = typer.Option("tcp", "--workload", "-w",
+                                 help=f"One of: {', '.join(WORKLOADS)}."),
+    set_: list[str] = typer.Option([], "--set", "-s", metavar="KNOB=VALUE",
+                                   help="Change one knob from the base configuration (repeatable)."),
+    profile: str = typer.Option("default", "--profile", "-p",
+                                help="Base configuration: 'default' (untuned) or a profile of the space."),
+    space: str | None = typer.Option(None, "--space", help="Space name or YAML file (default: the testbed's)."),
+    repeats: int = typer.Option(3, "--repeats", "-r", min=1, max=100, help="Benchmark runs."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the simulated measurement noise."),
+    noise: float | None = typer.Option(
+        None, "--noise", help="Simulated noise (coefficient of variation); 0 = noise-free."),
+    scenario: str = typer.Option("idle", "--scenario", help="idle, or busy (busy loops on the other cores)."),
+    duration: float | None = typer.Option(None, "--duration", help="Seconds per run."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Measure one configuration: the base configuration with the --set changes."""
+    wl = get_workload(workload, scenario=scenario, duration_s=duration)
+    with open_testbed(testbed, noise=noise) as bed:
+        sp = load_space(space or bed.default_space())
+        config = sp.configuration(parse_assignments(set_), base=profile)
+        result = bed.measure(sp.settings(config), wl, repeats, seed)
+    samples = [s.metrics for s in result.samples]
+    stats = summarise(samples)
+    if json_out:
+        print_json({
+            "testbed": bed.name,
+            "simulated": bed.simulated,
+            "note": result.notes,
+            "workload": wl.key(),
+            "space": sp.name,
+            "config": config.as_dict(),
+            "config_hash": config.hash,
+            "metrics": {k: v["mean"] for k, v in stats.items()},
+            "spread": stats,
+            "repeats": samples,
+        })
+        return
+    console.print(f"testbed: [bold]{testbed_label(bed)}[/]")
+    console.print(f"workload: {wl.name} ({wl.scenario}), {repeats} repeats; space {sp.name}; "
+                  f"configuration {config.short_hash} ({profile}"
+                  + (f" + {', '.join(set_)}" if set_ else "") + ")")
+    table = Table(title="metrics" + (" (simulated)" if bed.simulated else ""))
+    for col in ("metric", "mean", "min", "max", "meaning"):
+        table.add_column(col, justify="right" if col in ("mean", "min", "max") else "left")
+    for name, st in stats.items():
+        table.add_row(name, fmt(st["mean"]), fmt(st["min"]), fmt(st["max"]), METRICS[name])
+    console.print(table)

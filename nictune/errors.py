@@ -1,0 +1,71 @@
+"""The one exception tree of nictune.
+
+Every error a user can cause or meet derives from :class:`NictuneError`. Lower-level
+errors (``CalledProcessError``, ``SQLAlchemyError``, ``yaml.YAMLError`` ...) are mapped to
+these at the boundary of the module that meets them; the CLI maps them to exit codes and
+the API to HTTP statuses, and nothing else does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class NictuneError(Exception):
+    """Root of every error nictune raises on purpose."""
+
+
+class InvalidInputError(NictuneError):
+    """Input from a user (CLI, API, file) is not acceptable.
+
+    Attributes:
+        field: the name of the offending field or knob, when there is one.
+        allowed: a human-readable description of the values that would be accepted.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, allowed: str | None = None):
+        super().__init__(message)
+        self.field = field
+        self.allowed = allowed
+
+
+class UnknownNameError(InvalidInputError):
+    """A name (space, testbed, workload, knob, engine ...) that nictune does not know."""
+
+    def __init__(self, kind: str, name: str, known: Sequence[str]):
+        known_list = ", ".join(sorted(known)) or "(none)"
+        super().__init__(
+            f"unknown {kind} {name!r}; known {kind}s: {known_list}",
+            field=kind,
+            allowed=known_list,
+        )
+        self.kind = kind
+        self.name = name
+
+
+class SpaceDefinitionError(InvalidInputError):
+    """A search-space definition (YAML or inline) is malformed."""
+
+
+class ConfigurationError(InvalidInputError):
+    """A configuration is not valid in its space (bad value, inactive knob, constraint)."""
+
+
+class MeasurementError(NictuneError):
+    """A measurement could not be made or gave no usable result."""
+
+
+class HostCommandError(MeasurementError):
+    """A command on a host failed, timed out or could not be started."""
+
+
+class RestoreError(MeasurementError):
+    """Settings could not be restored to their snapshot. The host needs attention."""
+
+
+class StorageError(NictuneError):
+    """The database could not be read or written."""
+
+
+class JobError(NictuneError):
+    """A job cannot be created, resumed or continued."""

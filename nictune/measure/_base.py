@@ -1,0 +1,119 @@
+"""Interfaces of the measurement layer: workloads, results and the Testbed ABC.
+
+A testbed measures a list of :class:`~nictune.search_spaces.Setting` under a
+:class:`Workload` and returns one :class:`Sample` per repeat. It never knows which
+engine asked, nor which search space the settings came from.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from nictune.search_spaces._base import Setting
+
+Protocol = Literal["tcp", "udp"]
+Scenario = Literal["idle", "busy"]
+
+#: Metric names every testbed reports (units in the name). Objectives and constraints use them.
+METRICS: dict[str, str] = {
+    "throughput_gbps": "receiver goodput, Gbit/s",
+    "packet_rate_mpps": "packets delivered to the receiver, millions per second",
+    "loss_pct": "datagrams (UDP) or segments (TCP) lost, percent of sent",
+    "retransmits": "TCP retransmitted segments during the run",
+    "interrupts_per_s": "NIC interrupts per second on the receiver",
+    "interrupts_per_gb": "NIC interrupts on the receiver per gigabyte delivered",
+    "cpu_rx_pct": "receiver CPU in percent of one core (150 = 1.5 cores)",
+    "cpu_tx_pct": "sender CPU in percent of one core",
+}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the benchmark sends.
+
+    Attributes:
+        name: short name (``tcp``, ``udp-jumbo`` ...).
+        protocol: ``tcp`` or ``udp``.
+        streams: parallel streams (iperf3 ``-P``).
+        length: bytes per write (TCP) or per datagram (UDP); ``None`` = iperf3's default.
+        bitrate_gbps: offered rate for UDP; ``None`` means as fast as the sender can.
+        duration_s: seconds measured per repeat.
+        omit_s: warm-up seconds left out of the figures (iperf3 ``-O``).
+        scenario: ``idle`` (nothing else runs) or ``busy`` (a busy loop on the other cores).
+    """
+
+    name: str
+    protocol: Protocol
+    streams: int = 1
+    length: int | None = None
+    bitrate_gbps: float | None = None
+    duration_s: float = 10.0
+    omit_s: float = 1.0
+    scenario: Scenario = "idle"
+
+    def key(self) -> dict[str, Any]:
+        """The fields that define the workload for the fitness cache."""
+        return asdict(self)
+
+
+@dataclass
+class Sample:
+    """One repeat of a benchmark: its metrics and the raw counters behind them."""
+
+    metrics: dict[str, float]
+    started_at: datetime
+    finished_at: datetime
+    counters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TrialResult:
+    """Everything one trial produced: the repeats and what the hosts looked like."""
+
+    samples: list[Sample]
+    snapshot: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+class Testbed(ABC):
+    """A sender/receiver pair that can be measured.
+
+    Attributes:
+        name: how the user names it (``sim:benson-40g``, ``veth:nt0``, a YAML file path).
+        kind: ``sim``, ``veth`` or ``ssh``.
+        simulated: ``True`` when the figures come from a model, not from hardware.
+    """
+
+    name: str
+    kind: str
+    simulated: bool = False
+
+    @abstractmethod
+    def fingerprint(self) -> dict[str, str]:
+        """What makes results from this testbed comparable (kernel, driver, NIC, CPU ...)."""
+
+    @abstractmethod
+    def default_space(self) -> str:
+        """Name of the built-in search space that fits this testbed."""
+
+    @abstractmethod
+    def measure(
+        self, settings: list[Setting], workload: Workload, repeats: int, seed: int
+    ) -> TrialResult:
+        """Apply ``settings``, run ``workload`` ``repeats`` times, restore, return the result.
+
+        Raises:
+            MeasurementError: the trial failed; the host settings have been restored.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what the testbed holds (namespaces it created, connections)."""
+
+    def __enter__(self) -> Testbed:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

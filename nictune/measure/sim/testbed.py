@@ -1,0 +1,96 @@
+"""The simulated testbed: the model of :mod:`nictune.measure.sim.model` plus measurement noise."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from datetime import UTC, datetime, timedelta
+
+from nictune.errors import InvalidInputError
+from nictune.measure._base import Sample, Testbed, TrialResult, Workload
+from nictune.measure.sim.model import evaluate
+from nictune.measure.sim.profiles import MODEL_VERSION, SimProfile
+from nictune.search_spaces._base import Setting
+
+#: Default coefficient of variation of simulated measurements.
+DEFAULT_NOISE = 0.03
+
+
+class SimTestbed(Testbed):
+    """A simulated sender/receiver pair. Its figures come from a model, not from hardware.
+
+    Args:
+        profile: the simulated pair.
+        noise: coefficient of variation of throughput between repeats (0 = noise-free).
+    """
+
+    kind = "sim"
+    simulated = True
+
+    def __init__(self, profile: SimProfile, noise: float = DEFAULT_NOISE):
+        if not 0 <= noise <= 0.5:
+            raise InvalidInputError(
+                f"noise must be between 0 and 0.5 (a coefficient of variation), got {noise}",
+                field="noise", allowed="0 <= noise <= 0.5",
+            )
+        self.profile = profile
+        self.noise = noise
+        self.name = profile.name
+
+    def fingerprint(self) -> dict[str, str]:
+        return {
+            "kind": "sim",
+            "profile": self.profile.name,
+            "model_version": MODEL_VERSION,
+            "noise_cv": f"{self.noise:g}",
+        }
+
+    def default_space(self) -> str:
+        return self.profile.space
+
+    def measure(
+        self, settings: list[Setting], workload: Workload, repeats: int, seed: int
+    ) -> TrialResult:
+        clean = evaluate(self.profile, settings, workload).metrics
+        samples = []
+        start = datetime.now(UTC)
+        for rep in range(repeats):
+            rng = random.Random(_seed(seed, rep, settings, workload))
+            metrics = self._noisy(clean, rng) if self.noise > 0 else dict(clean)
+            begin = start + timedelta(seconds=rep * workload.duration_s)
+            samples.append(Sample(metrics, begin, begin + timedelta(seconds=workload.duration_s),
+                                  counters={"simulated": True}))
+        notes = ["simulated testbed: figures come from a model, not from hardware"]
+        return TrialResult(samples, snapshot={"simulated": True, "profile": self.profile.name},
+                           notes=notes)
+
+    def clean(self, settings: list[Setting], workload: Workload) -> dict[str, float]:
+        """The noise-free metrics (what an infinite number of repeats would average to)."""
+        return evaluate(self.profile, settings, workload).metrics
+
+    def _noisy(self, clean: dict[str, float], rng: random.Random) -> dict[str, float]:
+        cv = self.noise
+        sigma = math.sqrt(math.log(1 + cv * cv))
+        m = dict(clean)
+        factor = math.exp(rng.gauss(-sigma * sigma / 2, sigma))
+        wire_cap = self.profile.line_gbps
+        m["throughput_gbps"] = min(clean["throughput_gbps"] * factor, wire_cap)
+        scale = m["throughput_gbps"] / clean["throughput_gbps"] if clean["throughput_gbps"] else 1.0
+        m["packet_rate_mpps"] = clean["packet_rate_mpps"] * scale
+        # Loss is noisier than throughput (rare events), and a tiny floor of noise shows up
+        # even when the model says none.
+        if clean["loss_pct"] > 0:
+            m["loss_pct"] = min(100.0, clean["loss_pct"] * math.exp(rng.gauss(0, 2 * sigma)))
+        m["retransmits"] = clean["retransmits"] * math.exp(rng.gauss(0, 2 * sigma))
+        m["interrupts_per_s"] = max(0.0, clean["interrupts_per_s"] * (1 + rng.gauss(0, cv / 2)))
+        gbps = max(m["throughput_gbps"], 1e-9)
+        m["interrupts_per_gb"] = m["interrupts_per_s"] / (gbps / 8)
+        m["cpu_rx_pct"] = max(0.0, clean["cpu_rx_pct"] * (1 + rng.gauss(0, cv / 2)))
+        m["cpu_tx_pct"] = max(0.0, clean["cpu_tx_pct"] * (1 + rng.gauss(0, cv / 2)))
+        return m
+
+
+def _seed(seed: int, rep: int, settings: list[Setting], workload: Workload) -> int:
+    text = repr((seed, rep, sorted((*s.key, repr(s.value)) for s in settings), workload.key()))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")

@@ -1,0 +1,72 @@
+"""The one module that imports DEAP.
+
+``deap.creator.create`` writes classes into the ``deap.creator`` module's globals, so they
+are created here once (guarded, no re-creation warning on re-import). DEAP's selection
+operators draw from the global :mod:`random` module; engines must draw only from their own
+seeded generator, so :func:`select_tournament` runs DEAP's ``selTournament`` with the
+engine's generator in place of the module's ``random`` (under a lock, restored after).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from deap import base, creator, tools
+from deap.tools import selection as _selection
+
+from nictune.optimizer.objectives import Score
+from nictune.search_spaces import Value
+
+_FITNESS = "NictuneFitness"
+_INDIVIDUAL = "NictuneIndividual"
+
+if not hasattr(creator, _FITNESS):
+    # Two weights: feasibility first, then the value (or minus the violation).
+    creator.create(_FITNESS, base.Fitness, weights=(1.0, 1.0))
+if not hasattr(creator, _INDIVIDUAL):
+    creator.create(_INDIVIDUAL, dict, fitness=getattr(creator, _FITNESS))
+
+_SELECTION_LOCK = threading.Lock()
+
+#: An individual: a dict knob -> value with a DEAP ``fitness`` attribute.
+Individual = Any
+
+
+def make_individual(genome: Mapping[str, Value]) -> Individual:
+    """A DEAP individual holding a copy of ``genome`` (no fitness yet)."""
+    return getattr(creator, _INDIVIDUAL)(genome)
+
+
+def fitness_values(score: Score) -> tuple[float, float]:
+    """The DEAP fitness of a score; tuple order equals :class:`Score` order."""
+    if score.feasible:
+        return (1.0, score.value)
+    return (0.0, -score.violation)
+
+
+def set_score(individual: Individual, score: Score) -> None:
+    """Give ``individual`` the fitness of ``score``."""
+    individual.fitness.values = fitness_values(score)
+
+
+def select_tournament(
+    individuals: Sequence[Individual], k: int, tournsize: int, rng: random.Random
+) -> list[Individual]:
+    """``k`` winners of ``tournsize``-tournaments (DEAP ``selTournament``), drawn with ``rng``."""
+    with _SELECTION_LOCK:
+        saved = _selection.random
+        _selection.random = rng
+        try:
+            chosen: list[Individual] = tools.selTournament(list(individuals), k, tournsize)
+        finally:
+            _selection.random = saved
+    return chosen
+
+
+def select_best(individuals: Sequence[Individual], k: int) -> list[Individual]:
+    """The ``k`` fittest individuals (DEAP ``selBest``; stable on ties)."""
+    best: list[Individual] = tools.selBest(list(individuals), k)
+    return best

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Set up nictune on a fresh Debian/Ubuntu machine: system tools and a Python venv in .venv.
+# Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for tool in iperf3:iperf3 ethtool:ethtool ip:iproute2 ssh:openssh-client sshd:openssh-server \
+            taskset:util-linux ping:iputils-ping tc:iproute2; do
+  bin=${tool%%:*}; pkg=${tool##*:}
+  command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/sbin/$bin" ] || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  echo "setup: installing system packages: ${need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    $(printf '%s\n' "${need[@]}" | sort -u) >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+log=$(mktemp)
+if ! .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]" >"$log" 2>&1; then
+  grep -v -E "^WARNING: Location .* is ignored" "$log" >&2 || true
+  echo "setup: pip install failed" >&2
+  exit 1
+fi
+rm -f "$log"
+.venv/bin/python -c "import nictune" && echo "setup: ready (.venv/bin/nictune)"

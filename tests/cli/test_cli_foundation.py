@@ -1,0 +1,92 @@
+"""The foundation commands as a user runs them: `nictune spaces ...` and `nictune measure`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nictune.cli.main import main
+
+NICTUNE = [sys.executable, "-m", "nictune"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*NICTUNE, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_spaces_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["spaces", "list", "--json"]) == 0
+    names = {row["name"] for row in json.loads(capsys.readouterr().out)}
+    assert {"benson-40g", "nurika-pfring", "linux-tcp", "linux-nic"} <= names
+    assert main(["spaces", "show", "benson-40g", "--format", "json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    knobs = {k["name"]: k for k in info["knobs"]}
+    assert knobs["poll_usecs"]["when"] == "rx_mode == timer"
+    assert knobs["mtu"]["unit"] == "bytes" and info["size"] > 1000
+    assert main(["spaces", "show", "linux-tcp", "--format", "yaml"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["name"] == "linux-tcp"
+
+
+def test_spaces_validate_exit_codes(tmp_path: Path) -> None:
+    good = run("spaces", "validate", "nictune/search_spaces/builtin/linux-nic.yaml")
+    assert good.returncode == 0 and "valid" in good.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"name": "bad", "knobs": {
+        "mtu": {"type": "int", "low": 1500, "high": 9000, "default": 100, "target": "mtu",
+                "family": "ip_link"}}}))
+    res = run("spaces", "validate", str(bad))
+    assert res.returncode == 2
+    assert "knob 'mtu'" in res.stderr and "default" in res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+    assert run("spaces", "validate", str(tmp_path / "nope.yaml")).returncode == 2
+
+
+def test_measure_json_reports_config_and_hash() -> None:
+    res = run("measure", "--testbed", "sim:benson-40g", "--workload", "tcp", "--set", "mtu=9000",
+              "--profile", "baseline", "--repeats", "2", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["simulated"] is True
+    assert out["config"]["mtu"] == 9000 and len(out["config_hash"]) == 64
+    assert 30 < out["metrics"]["throughput_gbps"] <= 40
+    assert {"loss_pct", "interrupts_per_s", "cpu_rx_pct"} <= set(out["metrics"])
+    assert len(out["repeats"]) == 2
+
+
+def test_measure_noise_zero_is_exact_and_text_says_simulated(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["measure", "--noise", "0", "--repeats", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["spread"]["throughput_gbps"]["stdev"] == 0
+    assert main(["measure", "--repeats", "1"]) == 0
+    assert "simulated" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--testbed", "sim:nope"], "unknown testbed 'sim:nope'"),
+        (["--set", "mtu=1400"], "knob 'mtu'"),
+        (["--set", "bogus=1"], "unknown knob 'bogus'"),
+        (["--set", "poll_usecs=8"], "only active when rx_mode == timer"),
+        (["--set", "mtu"], "KNOB=VALUE"),
+        (["--workload", "sctp"], "unknown workload 'sctp'"),
+        (["--profile", "nope"], "unknown profile 'nope'"),
+        (["--set", "mtu=1500; reboot"], "knob 'mtu'"),
+        (["--noise", "3"], "noise"),
+    ],
+)
+def test_measure_bad_input_exits_2_with_one_message(args: list[str], needle: str) -> None:
+    res = run("measure", *args)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert needle in res.stderr.replace("\n", " ")
+    assert "Traceback" not in res.stderr
+
+
+def test_help_explains() -> None:
+    res = run("measure", "--help")
+    assert res.returncode == 0 and "--workload" in res.stdout and "--set" in res.stdout

@@ -1,0 +1,33 @@
+"""The simulated testbed as a Testbed: noise, determinism, fingerprint, speed of the model."""
+
+from __future__ import annotations
+
+import statistics
+
+from nictune.measure.registry import open_testbed
+from nictune.measure.workloads import get_workload
+from nictune.search_spaces import load_space
+
+
+def test_noise_is_seeded_and_has_the_requested_spread() -> None:
+    bed = open_testbed("sim:benson-40g", noise=0.03)
+    space = load_space(bed.default_space())
+    settings = space.settings(space.profile("baseline"))
+    wl = get_workload("udp-jumbo")
+    a = [s.metrics["throughput_gbps"] for s in bed.measure(settings, wl, 40, seed=7).samples]
+    b = [s.metrics["throughput_gbps"] for s in bed.measure(settings, wl, 40, seed=7).samples]
+    c = [s.metrics["throughput_gbps"] for s in bed.measure(settings, wl, 40, seed=8).samples]
+    assert a == b and a != c
+    cv = statistics.stdev(a) / statistics.fmean(a)
+    assert 0.015 < cv < 0.05
+    clean = bed.clean(settings, wl)["throughput_gbps"]  # type: ignore[attr-defined]
+    assert abs(statistics.fmean(a) - clean) / clean < 0.03
+
+
+def test_noise_free_repeats_are_identical_and_fingerprint_says_so() -> None:
+    bed = open_testbed("sim:mishra-10g", noise=0)
+    space = load_space("linux-tcp")
+    samples = bed.measure(space.settings(space.default()), get_workload("tcp"), 3, seed=1).samples
+    assert len({s.metrics["throughput_gbps"] for s in samples}) == 1
+    assert bed.fingerprint()["noise_cv"] == "0" and bed.simulated
+    assert open_testbed("sim:mishra-10g").fingerprint() != bed.fingerprint()
