@@ -43,6 +43,10 @@ class UnknownNameError(InvalidInputError):
         self.name = name
 
 
+class NotFoundError(InvalidInputError):
+    """Something the user referred to by id (a job, a configuration hash) does not exist."""
+
+
 class SpaceDefinitionError(InvalidInputError):
     """A search-space definition (YAML or inline) is malformed."""
 

@@ -39,7 +39,7 @@ class GeneticEngine(Engine):
 
     name: ClassVar[str] = "ga"
     PARAMS: ClassVar[Mapping[str, Param]] = {
-        "population": Param(int, 12, low=4, help="individuals per generation"),
+        "population": Param(int, 10, low=4, help="individuals per generation"),
         "elite": Param(int, 2, low=0, help="best individuals that survive unchanged"),
         "tournament": Param(int, 3, low=1, help="tournament size of the selection"),
         "cxpb": Param(float, 0.6, low=0.0, high=1.0, help="probability a pair is crossed"),
@@ -47,6 +47,8 @@ class GeneticEngine(Engine):
                        help="per-knob mutation probability (default 1/number of knobs)"),
         "mutation_scale": Param(float, 0.25, low=0.001, high=1.0,
                                 help="step of a mutation, as a fraction of the knob's range"),
+        "local": Param(int, 2, low=0,
+                       help="children per generation that change one knob of the best (local search)"),
     }
 
     def _check_params(self, params: dict[str, Any]) -> None:
@@ -54,6 +56,8 @@ class GeneticEngine(Engine):
             raise self.param_error("elite", "must be smaller than population")
         if params["tournament"] > params["population"]:
             raise self.param_error("tournament", "must not exceed population")
+        if params["elite"] + params["local"] >= params["population"]:
+            raise self.param_error("local", "elite + local must be smaller than population")
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -64,6 +68,9 @@ class GeneticEngine(Engine):
         self.cxpb: float = p["cxpb"]
         self.mutpb: float = p["mutpb"] if p["mutpb"] is not None else 1.0 / len(self.space.knobs)
         self.mutation_scale: float = p["mutation_scale"]
+        self._local_queue: list[str] = []
+        self._local_center = ""
+        self.local: int = p["local"]
         self.generation = 0
         self._exhausted = False
         self._members = self._first_generation()
@@ -111,6 +118,19 @@ class GeneticEngine(Engine):
     def _first_generation(self) -> list[_Member]:
         members = [_Member(self._genome(c, None), c) for c in self.start]
         seen = {m.config.hash for m in members}
+        # Half of the rest: one-knob changes of the known-good start (the last one, e.g. a
+        # baseline profile); the other half: uniform samples for diversity.
+        if self.start:
+            seeded = (self.population - len(members)) // 2
+            for _ in range(MAX_REMUTATIONS * max(1, seeded)):
+                if len(members) >= len(self.start) + seeded:
+                    break
+                genome = self._genome(self.start[-1], None)
+                self._mutate_next(genome)
+                config = self._repair(genome)
+                if config.hash not in seen:
+                    seen.add(config.hash)
+                    members.append(_Member(genome, config))
         for _ in range(MAX_REMUTATIONS * self.population):
             if len(members) >= self.population:
                 break
@@ -130,9 +150,10 @@ class GeneticEngine(Engine):
             deap_adapter.set_score(ind, score)
             owner[id(ind)] = member
             individuals.append(ind)
-        elites = [owner[id(i)] for i in deap_adapter.select_best(individuals, self.elite)]
+        ranked = [owner[id(i)] for i in deap_adapter.select_best(individuals, max(1, self.elite))]
+        elites = ranked[: self.elite]
         parents = deap_adapter.select_tournament(
-            individuals, self.population - self.elite, self.tournament, self.rng
+            individuals, self.population - self.elite - self.local, self.tournament, self.rng
         )
         genomes: list[dict[str, Value]] = []
         for i in range(0, len(parents), 2):
@@ -143,6 +164,19 @@ class GeneticEngine(Engine):
         members = list(elites)
         taken = {m.config.hash for m in members}
         children = 0
+        # Memetic step: a few one-knob changes of the best so far. Crossover with poor
+        # individuals rarely keeps a good configuration intact; these children do.
+        best_genome = ranked[0].genome
+        if ranked[0].config.hash != self._local_center:
+            self._local_center, self._local_queue = ranked[0].config.hash, []
+        for _ in range(self.local):
+            genome = dict(best_genome)
+            self._mutate_next(genome)
+            child = self._local_child(genome, taken)
+            if child is not None:
+                taken.add(child.config.hash)
+                members.append(child)
+                children += 1
         for genome in genomes:
             child = self._child(genome, taken)
             if child is not None:
@@ -183,6 +217,26 @@ class GeneticEngine(Engine):
         config = self.space.repair(genome, self.rng)
         genome.update(config.as_dict())
         return config
+
+    def _mutate_next(self, genome: dict[str, Value]) -> None:
+        """Mutate the next knob of a shuffled round over the active knobs (each knob in turn)."""
+        if not self._local_queue:
+            self._local_queue = list(self.space.active(genome))
+            self.rng.shuffle(self._local_queue)
+        name = self._local_queue.pop()
+        if name in genome:
+            genome[name] = self.space.knobs[name].mutate(genome[name], self.rng, self.mutation_scale)
+
+    def _local_child(self, genome: dict[str, Value], taken: set[str]) -> _Member | None:
+        """A repaired one-knob change that is new, or ``None`` after a few tries."""
+        base = dict(genome)
+        for _ in range(MAX_REMUTATIONS):
+            config = self._repair(genome)
+            if not self.known(config) and config.hash not in taken:
+                return _Member(genome, config)
+            genome = dict(base)
+            self._mutate_one(genome)
+        return None
 
     def _child(self, genome: dict[str, Value], taken: set[str]) -> _Member | None:
         """Mutate and repair ``genome``; ``None`` when nothing new could be found."""

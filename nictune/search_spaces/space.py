@@ -181,9 +181,11 @@ class SearchSpace:
                     )
         broken = self.violations(canonical)
         if broken:
+            shown = ", ".join(
+                f"{n}={canonical.get(n, self.limits.get(n))}" for n in sorted(self._names_in(broken[0]))
+            )
             raise ConfigurationError(
-                f"configuration breaks constraint {broken[0]!r} "
-                f"({', '.join(f'{n}={canonical.get(n, self.limits.get(n))}' for n in sorted(self._names_in(broken[0])))})",
+                f"configuration breaks constraint {broken[0]!r} ({shown})",
                 field="constraints",
                 allowed=", ".join(c.expression for c in self.constraints),
             )

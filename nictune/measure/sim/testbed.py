@@ -52,12 +52,15 @@ class SimTestbed(Testbed):
     def measure(
         self, settings: list[Setting], workload: Workload, repeats: int, seed: int
     ) -> TrialResult:
-        clean = evaluate(self.profile, settings, workload).metrics
+        result = evaluate(self.profile, settings, workload)
+        clean = result.metrics
+        # Noise never lets the receiver get more than the wire (TCP) or the sender (UDP) carried.
+        ceiling = result.detail.get("wire_gbps", result.detail.get("offered_gbps", self.profile.line_gbps))
         samples = []
         start = datetime.now(UTC)
         for rep in range(repeats):
             rng = random.Random(_seed(seed, rep, settings, workload))
-            metrics = self._noisy(clean, rng) if self.noise > 0 else dict(clean)
+            metrics = self._noisy(clean, rng, ceiling) if self.noise > 0 else dict(clean)
             begin = start + timedelta(seconds=rep * workload.duration_s)
             samples.append(Sample(metrics, begin, begin + timedelta(seconds=workload.duration_s),
                                   counters={"simulated": True}))
@@ -69,13 +72,12 @@ class SimTestbed(Testbed):
         """The noise-free metrics (what an infinite number of repeats would average to)."""
         return evaluate(self.profile, settings, workload).metrics
 
-    def _noisy(self, clean: dict[str, float], rng: random.Random) -> dict[str, float]:
+    def _noisy(self, clean: dict[str, float], rng: random.Random, ceiling: float) -> dict[str, float]:
         cv = self.noise
         sigma = math.sqrt(math.log(1 + cv * cv))
         m = dict(clean)
         factor = math.exp(rng.gauss(-sigma * sigma / 2, sigma))
-        wire_cap = self.profile.line_gbps
-        m["throughput_gbps"] = min(clean["throughput_gbps"] * factor, wire_cap)
+        m["throughput_gbps"] = min(clean["throughput_gbps"] * factor, max(ceiling, clean["throughput_gbps"]))
         scale = m["throughput_gbps"] / clean["throughput_gbps"] if clean["throughput_gbps"] else 1.0
         m["packet_rate_mpps"] = clean["packet_rate_mpps"] * scale
         # Loss is noisier than throughput (rare events), and a tiny floor of noise shows up

@@ -1,0 +1,209 @@
+"""``nictune history``: past jobs, their trials, the best configurations ever measured."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from nictune import db
+from nictune.cli._common import SIM_NOTE, console, fmt, print_json
+from nictune.cli.dbopt import DB_OPTION, open_db
+from nictune.errors import InvalidInputError
+from nictune.jobs import job_report, trial_rows
+from nictune.optimizer import OBJECTIVES, Goal, get_objective
+
+app = typer.Typer(
+    help="Query past experiments: jobs, their trials, best configurations, one configuration.",
+    invoke_without_command=True,
+)
+
+
+def parse_since(text: str | None) -> datetime | None:
+    """``2026-11-01``, an ISO timestamp, or a relative ``7d`` / ``12h`` / ``30m``."""
+    if text is None:
+        return None
+    units = {"d": "days", "h": "hours", "m": "minutes"}
+    if text[:-1].isdigit() and text[-1:] in units:
+        return datetime.now(UTC) - timedelta(**{units[text[-1]]: int(text[:-1])})
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInputError(f"--since {text!r}: expected a date (2026-11-01), a timestamp or 7d/12h/30m",
+                                field="since", allowed="YYYY-MM-DD, ISO timestamp, Nd, Nh, Nm") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+@app.callback()
+def jobs(
+    ctx: typer.Context,
+    testbed: str | None = typer.Option(None, "--testbed", "-t", help="Only jobs on this testbed."),
+    workload: str | None = typer.Option(None, "--workload", "-w", help="Only jobs with this workload."),
+    objective: str | None = typer.Option(None, "--objective", "-o", help="Only jobs with this objective."),
+    since: str | None = typer.Option(None, "--since", help="Only jobs created since (2026-11-01, 7d, 12h)."),
+    state: str | None = typer.Option(None, "--state", help="Only jobs in this state."),
+    limit: int = typer.Option(50, "--limit", min=1, max=10000, help="At most this many jobs."),
+    db_url: str | None = DB_OPTION,
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List past jobs, newest first (or run a sub-command: show, best, config)."""
+    if ctx.invoked_subcommand is not None:
+        ctx.obj = {"db_url": db_url}
+        return
+    if objective is not None:
+        get_objective(objective)
+    dbe = open_db(db_url)
+    with db.session_scope(dbe) as s:
+        rows: list[dict[str, Any]] = [{
+            "job_id": j.id, "state": j.state, "created_at": j.created_at.isoformat(),
+            "testbed": j.testbed.name, "simulated": j.testbed.kind == "sim", "workload": j.workload.name,
+            "objectives": list(j.objectives), "constraints": list(j.constraints), "engine": j.engine,
+            "budget": j.budget, "trials": len(j.trials), "stats": dict(j.stats or {}),
+        } for j in db.list_jobs(s, testbed=testbed, workload=workload, objective=objective,
+                                since=parse_since(since), state=state, limit=limit)]
+    if json_out:
+        print_json(rows)
+        return
+    table = Table(title="jobs (newest first)")
+    for col in ("job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "measured/cached"):
+        table.add_column(col)
+    for r in rows:
+        st = r["stats"]
+        table.add_row(str(r["job_id"]), r["state"], r["created_at"][:19].replace("T", " "),
+                      r["testbed"] + (" (sim)" if r["simulated"] else ""), r["workload"],
+                      ", ".join(r["objectives"]) + (f" [{', '.join(r['constraints'])}]" if r["constraints"] else ""),
+                      r["engine"], f"{r['trials']}/{r['budget']}", f"{st.get('measured', 0)}/{st.get('cached', 0)}")
+    console.print(table)
+    if not rows:
+        console.print("no jobs yet: run  nictune optimize --objective throughput")
+
+
+def _db(ctx: typer.Context, db_url: str | None) -> Any:
+    return open_db(db_url or (ctx.obj or {}).get("db_url"))
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    job_id: int = typer.Argument(..., help="Job id (see nictune history)."),
+    db_url: str | None = DB_OPTION,
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """One job: its settings and every trial in order with its metrics."""
+    dbe = _db(ctx, db_url)
+    report = job_report(dbe, job_id)
+    with db.session_scope(dbe) as s:
+        rows = trial_rows(db.job_trials(s, job_id))
+    if json_out:
+        print_json(report | {"trials": rows})
+        return
+    obj = get_objective(report["objectives"][0])
+    console.print(f"job {job_id} ({report['state']}): {report['engine']} on {report['testbed']}"
+                  + (f" ({SIM_NOTE})" if report["simulated"] else "")
+                  + f", workload {report['workload']}, objective {', '.join(report['objectives'])}"
+                  + (f", constraints {', '.join(report['constraints'])}" if report["constraints"] else "")
+                  + f", budget {report['budget']}, repeats {report['repeats']}, seed {report['seed']}")
+    table = Table()
+    for col in ("trial", "source", obj.label, "Gbps", "loss %", "irq/s", "cpu rx %", "config"):
+        table.add_column(col, justify="right" if col not in ("source", "config") else "left")
+    best_no = report["best"]["number"] if report.get("best") else None
+    for r in rows:
+        m = r["metrics"]
+        mark = " *" if r["number"] == best_no else ""
+        if not m:
+            table.add_row(str(r["number"]), f"{r['state']}: {r['error'] or ''}", "-", "-", "-", "-", "-",
+                          r["config_hash"][:12])
+            continue
+        table.add_row(str(r["number"]) + mark, r["source"], fmt(obj.value(m)), fmt(m["throughput_gbps"]),
+                      fmt(m["loss_pct"]), fmt(m["interrupts_per_s"]), fmt(m["cpu_rx_pct"]), r["config_hash"][:12])
+    console.print(table)
+    console.print("* best trial")
+
+
+@app.command("best")
+def best(
+    ctx: typer.Context,
+    testbed: str = typer.Option(..., "--testbed", "-t", help="Testbed name."),
+    workload: str = typer.Option(..., "--workload", "-w", help="Workload name."),
+    objective: str = typer.Option(..., "--objective", "-o", help=f"One of {', '.join(OBJECTIVES)}."),
+    constraint: list[str] = typer.Option([], "--constraint", "-c", help="Only configurations meeting this."),
+    top: int = typer.Option(5, "--top", min=1, max=1000, help="How many."),
+    db_url: str | None = DB_OPTION,
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The best configurations ever measured on a testbed under a workload, across jobs."""
+    goal = Goal.from_names([objective], constraint)
+    rows = best_configurations(_db(ctx, db_url), testbed, workload, goal, top)
+    if json_out:
+        print_json(rows)
+        return
+    obj = goal.objective
+    table = Table(title=f"best {obj.label} on {testbed}, workload {workload}")
+    for col in ("rank", obj.label, "feasible", "measurements", "jobs", "config hash", "configuration"):
+        table.add_column(col, overflow="fold")
+    for i, r in enumerate(rows, 1):
+        table.add_row(str(i), fmt(r["value"]), "yes" if r["feasible"] else "no", str(r["measurements"]),
+                      ", ".join(map(str, r["jobs"])), r["config_hash"][:12],
+                      " ".join(f"{k}={v}" for k, v in r["config"].items()))
+    console.print(table)
+    if not rows:
+        console.print("nothing measured there yet")
+
+
+def best_configurations(dbe: Any, testbed: str, workload: str, goal: Goal, top: int) -> list[dict[str, Any]]:
+    """Rank every configuration measured on ``testbed`` under ``workload`` (mean over all its repeats)."""
+    by_hash: dict[str, dict[str, Any]] = {}
+    with db.session_scope(dbe) as s:
+        for t in db.context_trials(s, testbed, workload, measured_only=True):
+            entry = by_hash.setdefault(t.configuration.hash, {
+                "config_hash": t.configuration.hash, "config": json.loads(t.configuration.canonical),
+                "samples": [], "jobs": set()})
+            entry["samples"].extend(m.metrics for m in t.measurements)
+            entry["jobs"].add(t.job_id)
+    ranked = []
+    for entry in by_hash.values():
+        if not entry["samples"]:
+            continue
+        mean = Goal.mean_metrics(entry["samples"])
+        score = goal.score(mean)
+        ranked.append((score, {
+            "config_hash": entry["config_hash"], "config": entry["config"], "metrics": mean,
+            "value": goal.objective.value(mean), "feasible": score.feasible,
+            "measurements": len(entry["samples"]), "jobs": sorted(entry["jobs"]),
+        }))
+    ranked.sort(key=lambda pair: pair[0], reverse=True)
+    return [row for _, row in ranked[:top]]
+
+
+@app.command("config")
+def config(
+    ctx: typer.Context,
+    config_hash: str = typer.Argument(..., metavar="HASH", help="Configuration hash (or a unique prefix)."),
+    db_url: str | None = DB_OPTION,
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Every measurement of one configuration, on every testbed and workload."""
+    dbe = _db(ctx, db_url)
+    with db.session_scope(dbe) as s:
+        cfg = db.resolve_configuration(s, config_hash)
+        rows: list[dict[str, Any]] = [{
+            "job_id": job.id, "trial": trial.number, "repeat": m.repeat, "testbed": job.testbed.name,
+            "workload": job.workload.name, "started_at": m.started_at.isoformat(), "metrics": dict(m.metrics),
+        } for m, trial, job in db.configuration_measurements(s, cfg.hash)]
+        data: dict[str, Any] = {"config_hash": cfg.hash, "config": json.loads(cfg.canonical), "measurements": rows}
+    if json_out:
+        print_json(data)
+        return
+    console.print(f"configuration {data['config_hash']}: {json.dumps(data['config'])}")
+    table = Table()
+    for col in ("job", "trial", "repeat", "testbed", "workload", "Gbps", "loss %", "irq/s", "when"):
+        table.add_column(col)
+    for r in rows:
+        m = r["metrics"]
+        table.add_row(str(r["job_id"]), str(r["trial"]), str(r["repeat"]), r["testbed"], r["workload"],
+                      fmt(m.get("throughput_gbps", 0)), fmt(m.get("loss_pct", 0)), fmt(m.get("interrupts_per_s", 0)),
+                      r["started_at"][:19])
+    console.print(table)

@@ -1,0 +1,219 @@
+"""``nictune optimize``: search a space for the best configuration, with a live progress display."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import typer
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from nictune.cli._common import SIM_NOTE, console, err_console, fmt, print_json
+from nictune.cli.dbopt import DB_OPTION, open_db
+from nictune.errors import InvalidInputError
+from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_report
+from nictune.measure._base import METRICS
+from nictune.measure.registry import DEFAULT_TESTBED
+from nictune.measure.workloads import WORKLOADS
+from nictune.optimizer import ENGINES, OBJECTIVES, get_objective
+
+
+def _parse_params(items: list[str]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not sep or not name:
+            raise InvalidInputError(f"--param {item!r}: expected NAME=VALUE, e.g. --param population=16",
+                                    field="engine_params", allowed="NAME=VALUE")
+        try:
+            params[name.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[name.strip()] = raw
+    return params
+
+
+def register(app: typer.Typer) -> None:
+    app.command("optimize")(optimize)
+
+
+def optimize(
+    objective: list[str] = typer.Option(
+        None, "--objective", "-o", help=f"What to optimise: {', '.join(OBJECTIVES)}."),
+    testbed: str = typer.Option(DEFAULT_TESTBED, "--testbed", "-t",
+                                help="sim:PROFILE (a model), veth[:NAME] or a pair YAML file."),
+    workload: str = typer.Option("tcp", "--workload", "-w", help=f"One of: {', '.join(WORKLOADS)}."),
+    space: str | None = typer.Option(None, "--space", help="Space name or YAML file (default: the testbed's)."),
+    engine: str = typer.Option("ga", "--engine", "-e", help="Search engine: " + ", ".join(sorted(ENGINES)) + "."),
+    param: list[str] = typer.Option([], "--param", metavar="NAME=VALUE", help="Engine parameter (repeatable)."),
+    budget: int = typer.Option(60, "--budget", "-b", help="Configurations to evaluate (cache hits included)."),
+    repeats: int = typer.Option(3, "--repeats", "-r", help="Benchmark runs per configuration."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the engine (random when not given)."),
+    constraint: list[str] = typer.Option([], "--constraint", "-c", metavar="EXPR",
+                                         help="e.g. loss<=0.1, cpu_rx_pct<=80, throughput_gbps>=30 (repeatable)."),
+    noise: float | None = typer.Option(None, "--noise", help="Simulated testbeds: noise (coefficient of variation)."),
+    scenario: str | None = typer.Option(None, "--scenario", help="idle or busy host."),
+    resume: int | None = typer.Option(None, "--resume", metavar="JOB_ID", help="Resume a stopped job."),
+    db_url: str | None = DB_OPTION,
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON document at the end."),
+) -> None:
+    """Search for the configuration that best meets the objective, and remember every measurement.
+
+    Ctrl-C stops after the trial in flight; resume with --resume JOB_ID.
+    """
+    dbe = open_db(db_url)
+    if resume is None:
+        if not objective:
+            raise InvalidInputError("--objective is required (or --resume JOB_ID)", field="objective",
+                                    allowed=", ".join(OBJECTIVES))
+        for name in objective:
+            get_objective(name)
+        if len(objective) > 1 and "nsga2" not in ENGINES:
+            raise InvalidInputError("several objectives need a multi-objective engine (not available yet)",
+                                    field="objective", allowed="one objective")
+        spec = JobSpec(objectives=objective, testbed=testbed, workload=workload, space=space, engine=engine,
+                       engine_params=_parse_params(param), constraints=constraint, budget=budget,
+                       repeats=repeats, seed=seed, noise=noise, scenario=scenario)
+        if testbed == DEFAULT_TESTBED and not json_out:
+            console.print(f"testbed: {DEFAULT_TESTBED} (default; {SIM_NOTE}). "
+                          "Use --testbed for a real pair.")
+        job_id = create_job(dbe, spec)
+    else:
+        job_id = resume
+    info = job_report(dbe, job_id)
+    if not json_out:
+        console.print(f"job {job_id}: {info['engine']} on {info['testbed']}, workload {info['workload']}, "
+                      f"objective {', '.join(info['objectives'])}"
+                      + (f", constraints {', '.join(info['constraints'])}" if info["constraints"] else "")
+                      + f", budget {info['budget']}, seed {info['seed']}")
+    outcome = _run(dbe, job_id, info, quiet=json_out)
+    report = job_report(dbe, job_id)
+    if json_out:
+        print_json(_json_result(report))
+    else:
+        _print_result(report)
+    if outcome.state == "interrupted":
+        err_console.print(f"interrupted: resume with  nictune optimize --resume {job_id}")
+        raise typer.Exit(130)
+
+
+def _run(dbe: Any, job_id: int, info: dict[str, Any], quiet: bool) -> Any:
+    objective = get_objective(info["objectives"][0])
+    stop = threading.Event()
+    progress = Progress(
+        TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[best]}"),
+        TimeElapsedColumn(), console=console, disable=quiet, transient=False,
+    )
+    task = progress.add_task("trials", total=info["budget"], best="")
+    recent: list[TrialEvent] = []
+
+    def view() -> Table:
+        grid = Table.grid()
+        grid.add_row(progress)
+        last = Table(box=None, show_header=True, header_style="dim")
+        for col in ("trial", "source", objective.label, "loss %", "config"):
+            last.add_column(col)
+        for ev in recent[-5:]:
+            value = fmt(objective.value(ev.metrics)) if ev.metrics else "-"
+            loss = fmt(ev.metrics["loss_pct"]) if ev.metrics else "-"
+            last.add_row(str(ev.number), ev.source + (f": {ev.error}" if ev.error else ""), value, loss,
+                         ev.config.short_hash)
+        grid.add_row(last)
+        return grid
+
+    live = Live(view(), console=console, refresh_per_second=8, transient=True) if not quiet else None
+
+    def on_trial(ev: TrialEvent) -> None:
+        recent.append(ev)
+        best = ""
+        if ev.best_metrics:
+            best = f"best {fmt(objective.value(ev.best_metrics))} {objective.unit} (trial {ev.best_number})"
+        progress.update(task, completed=ev.number + 1, best=best)
+        if live is not None:
+            live.update(view())
+
+    runner = JobRunner(dbe, on_trial=on_trial, stop=stop)
+    try:
+        if live is not None:
+            with live:
+                return runner.run(job_id)
+        return runner.run(job_id)
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted: resume with  nictune optimize --resume {job_id}")
+        raise typer.Exit(130) from None
+
+
+def _json_result(report: dict[str, Any]) -> dict[str, Any]:
+    best, default = report.get("best"), report.get("default")
+    return {
+        "job_id": report["job_id"],
+        "state": report["state"],
+        "testbed": report["testbed"],
+        "simulated": report["simulated"],
+        "workload": report["workload"],
+        "objectives": report["objectives"],
+        "constraints": report["constraints"],
+        "engine": report["engine"],
+        "seed": report["seed"],
+        "trials": report["trials"],
+        "measured": report["measured"],
+        "cached": report["cached"],
+        "failed": report["failed"],
+        "best": None if best is None else {
+            "trial": best["number"],
+            "config": report["best_config"],
+            "config_hash": best["config_hash"],
+            "feasible": report.get("best_feasible"),
+            "metrics": best["metrics"],
+            "spread": best["spread"],
+        },
+        "default": None if default is None else {
+            "trial": default["number"], "config_hash": default["config_hash"],
+            "metrics": default["metrics"], "spread": default["spread"],
+        },
+        "changes": report.get("changes", []),
+    }
+
+
+def _print_result(report: dict[str, Any]) -> None:
+    best, default = report.get("best"), report.get("default")
+    console.print(
+        f"job {report['job_id']} {report['state']}: {report['trials']} trials, {report['measured']} measured, "
+        f"{report['cached']} from the cache, {report['failed']} failed"
+        + (f" ({SIM_NOTE})" if report["simulated"] else "")
+    )
+    if best is None:
+        console.print("no trial completed")
+        return
+    if not report.get("best_feasible", True):
+        console.print("[yellow]no configuration met every constraint; the best shown breaks the fewest[/]")
+    changes = Table(title=f"best configuration (trial {best['number']}, {best['config_hash'][:12]}): "
+                          "knobs that differ from the default")
+    for col in ("knob", "default", "best", "unit"):
+        changes.add_column(col)
+    for ch in report.get("changes", []):
+        changes.add_row(ch["knob"], "(inactive)" if ch["default"] is None else str(ch["default"]),
+                        "(inactive)" if ch["best"] is None else str(ch["best"]), ch["unit"])
+    if not report.get("changes"):
+        changes.add_row("(none: the default is best)", "", "", "")
+    console.print(changes)
+    metrics = Table(title="default vs best: mean \\[min .. max] over repeats"
+                    + (" (simulated)" if report["simulated"] else ""))
+    metrics.add_column("metric")
+    metrics.add_column("default", justify="right")
+    metrics.add_column("best", justify="right")
+    for name in METRICS:
+        def cell(row: dict[str, Any] | None, name: str = name) -> str:
+            if not row or name not in row["metrics"]:
+                return "-"
+            sp = row["spread"].get(name, {})
+            rng = f" \\[{fmt(sp['min'])} .. {fmt(sp['max'])}]" if sp and sp.get("max") != sp.get("min") else ""
+            return fmt(row["metrics"][name]) + rng
+        metrics.add_row(name, cell(default), cell(best))
+    console.print(metrics)
+    console.print(f"job id: {report['job_id']}   (nictune history show {report['job_id']})")
+
+
+__all__ = ["optimize", "register"]

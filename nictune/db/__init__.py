@@ -1,0 +1,93 @@
+"""nictune's history: SQLAlchemy models, sessions, repository functions, migrations.
+
+Typical use::
+
+    engine = open_database()            # creates or upgrades the schema
+    with session_scope(engine) as s:    # one transaction
+        job = get_job(s, 12)
+"""
+
+from __future__ import annotations
+
+from nictune.db._json import canonical_json, content_hash
+from nictune.db.migrate import alembic_config, current_revision, head_revision, upgrade
+from nictune.db.models import (
+    MAIN_METRICS,
+    TESTBED_KINDS,
+    Base,
+    Configuration,
+    Job,
+    JobState,
+    Measurement,
+    Testbed,
+    Trial,
+    TrialSource,
+    TrialState,
+    Workload,
+)
+from nictune.db.repository import (
+    MeasurementTotals,
+    Sample,
+    cached_samples,
+    complete_trial,
+    configuration_measurements,
+    context_trials,
+    create_job,
+    fail_trial,
+    get_job,
+    get_or_create_configuration,
+    get_or_create_testbed,
+    get_or_create_workload,
+    job_trials,
+    list_jobs,
+    measurement_totals,
+    reset_running_trials,
+    resolve_configuration,
+    set_job_state,
+    start_trial,
+)
+from nictune.db.session import default_url, make_engine, open_database, session_scope
+
+__all__ = [
+    "MAIN_METRICS",
+    "TESTBED_KINDS",
+    "Base",
+    "Configuration",
+    "Job",
+    "JobState",
+    "Measurement",
+    "MeasurementTotals",
+    "Sample",
+    "Testbed",
+    "Trial",
+    "TrialSource",
+    "TrialState",
+    "Workload",
+    "alembic_config",
+    "cached_samples",
+    "canonical_json",
+    "complete_trial",
+    "configuration_measurements",
+    "content_hash",
+    "context_trials",
+    "create_job",
+    "current_revision",
+    "default_url",
+    "fail_trial",
+    "get_job",
+    "get_or_create_configuration",
+    "get_or_create_testbed",
+    "get_or_create_workload",
+    "head_revision",
+    "job_trials",
+    "list_jobs",
+    "make_engine",
+    "measurement_totals",
+    "open_database",
+    "reset_running_trials",
+    "resolve_configuration",
+    "session_scope",
+    "set_job_state",
+    "start_trial",
+    "upgrade",
+]

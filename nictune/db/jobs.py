@@ -1,0 +1,147 @@
+"""Writing and reading jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.orm import Session, selectinload
+
+from nictune.db._errors import maps_storage_errors
+from nictune.db.models import Job, JobState, Testbed, Workload
+from nictune.db.types import utcnow
+from nictune.errors import InvalidInputError, NotFoundError
+
+_FINISHED_STATES = frozenset(
+    {JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.INTERRUPTED}
+)
+
+
+def _str_list(values: Iterable[str], what: str) -> list[str]:
+    if isinstance(values, str):
+        raise InvalidInputError(f"{what} must be a list of strings, not one string", field=what)
+    items = list(values)
+    if not all(isinstance(item, str) for item in items):
+        raise InvalidInputError(f"{what} must be a list of strings", field=what)
+    return items
+
+
+def _positive(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"{what} must be a positive integer, got {value!r}", field=what)
+    return value
+
+
+@maps_storage_errors
+def create_job(
+    s: Session,
+    *,
+    space_name: str,
+    space_definition: Mapping[str, Any],
+    testbed: Testbed,
+    workload: Workload,
+    objectives: Sequence[str],
+    constraints: Sequence[str],
+    engine: str,
+    engine_params: Mapping[str, Any],
+    budget: int,
+    repeats: int,
+    seed: int,
+) -> Job:
+    """Create a pending job; its id is assigned (flushed) before this returns.
+
+    Args:
+        s: the session.
+        space_name: name of the search space.
+        space_definition: the whole space, so the job can be resumed after the file changed.
+        testbed: from :func:`get_or_create_testbed`.
+        workload: from :func:`get_or_create_workload`.
+        objectives: objective names, at least one.
+        constraints: constraint expressions.
+        engine: engine name.
+        engine_params: engine parameters.
+        budget: number of trials to run, >= 1.
+        repeats: measurements per trial, >= 1.
+        seed: random seed.
+
+    Returns:
+        The new job in state ``pending``.
+
+    Raises:
+        InvalidInputError: an argument is malformed.
+        StorageError: the database failed.
+    """
+    objective_list = _str_list(objectives, "objectives")
+    if not objective_list:
+        raise InvalidInputError("a job needs at least one objective", field="objectives")
+    if not engine:
+        raise InvalidInputError("a job needs an engine name", field="engine")
+    job = Job(
+        state=JobState.PENDING.value,
+        space_name=space_name,
+        space_definition=dict(space_definition),
+        testbed=testbed,
+        workload=workload,
+        objectives=objective_list,
+        constraints=_str_list(constraints, "constraints"),
+        engine=engine,
+        engine_params=dict(engine_params),
+        budget=_positive(budget, "budget"),
+        repeats=_positive(repeats, "repeats"),
+        seed=int(seed),
+        stats={},
+    )
+    s.add(job)
+    s.flush()
+    return job
+
+
+@maps_storage_errors
+def get_job(s: Session, job_id: int) -> Job:
+    """Return the job with this id, its testbed and workload loaded.
+
+    Raises:
+        NotFoundError: there is no such job.
+        StorageError: the database failed.
+    """
+    # Testbed and workload come along, so they stay readable after the session closes.
+    job = s.get(Job, job_id, options=[selectinload(Job.testbed), selectinload(Job.workload)])
+    if job is None:
+        raise NotFoundError(f"there is no job with id {job_id}; list jobs with: nictune history",
+                            field="job_id", allowed="the id of an existing job")
+    return job
+
+
+@maps_storage_errors
+def set_job_state(s: Session, job: Job, state: str, error: str | None = None) -> None:
+    """Move a job to ``state`` and keep its timestamps and error consistent.
+
+    ``running`` sets ``started_at`` the first time (a resumed job keeps its first start)
+    and clears ``finished_at`` and ``error``. ``completed``, ``failed``, ``cancelled``
+    and ``interrupted`` set ``finished_at``. ``error`` is stored as given (``None``
+    clears it).
+
+    Raises:
+        InvalidInputError: ``state`` is not a job state.
+        StorageError: the database failed.
+    """
+    try:
+        new_state = JobState(state)
+    except ValueError:
+        raise InvalidInputError(
+            f"unknown job state {state!r}", field="state",
+            allowed=", ".join(member.value for member in JobState),
+        ) from None
+    now = utcnow()
+    job.state = new_state.value
+    if new_state is JobState.RUNNING:
+        job.started_at = job.started_at or now
+        job.finished_at = None
+        job.error = error
+    elif new_state in _FINISHED_STATES:
+        job.finished_at = now
+        job.error = error
+    else:
+        job.finished_at = None
+        job.error = error
+    s.flush()

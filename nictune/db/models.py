@@ -1,0 +1,253 @@
+"""SQLAlchemy models of nictune's history: testbeds, configurations, jobs, trials.
+
+The schema is portable between SQLite and PostgreSQL: JSON columns use
+``sqlalchemy.JSON`` (through :class:`~nictune.db.types.SafeJSON`) and timestamps are
+timezone-aware UTC (:class:`~nictune.db.types.UTCDateTime`). The tables are created by
+the Alembic migrations in ``nictune/db/migrations``, never by ``create_all``; a test
+checks that the two agree.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.ext.mutable import MutableDict, MutableList
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from nictune.db.types import SafeJSON, UTCDateTime, utcnow
+
+# Explicit constraint names, so migrations can refer to them on every backend.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class JobState(enum.StrEnum):
+    """Life cycle of a job."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    INTERRUPTED = "interrupted"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class TrialState(enum.StrEnum):
+    """Life cycle of one trial (one configuration measured ``repeats`` times)."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class TrialSource(enum.StrEnum):
+    """Where a completed trial's numbers came from."""
+
+    MEASURED = "measured"
+    CACHE = "cache"
+
+
+TESTBED_KINDS: tuple[str, ...] = ("sim", "veth", "ssh")
+"""Kinds of testbed: the simulated model, a local veth pair, a real pair over ssh."""
+
+MAIN_METRICS: tuple[str, ...] = (
+    "throughput_gbps",
+    "loss_pct",
+    "interrupts_per_gb",
+    "cpu_rx_pct",
+    "packet_rate_mpps",
+)
+"""Metrics that also get a real float column on :class:`Measurement` (for SQL queries)."""
+
+
+def _in(values: tuple[str, ...] | type[enum.StrEnum]) -> str:
+    return ", ".join(f"'{value}'" for value in values)
+
+
+class Base(DeclarativeBase):
+    """Declarative base with the naming convention and nictune's column types."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {  # noqa: RUF012 - SQLAlchemy reads this class attribute
+        datetime: UTCDateTime,
+        dict[str, Any]: SafeJSON,
+        list[str]: SafeJSON,
+        list[Any]: SafeJSON,
+    }
+
+
+class Testbed(Base):
+    """A pair of hosts (or the simulated model) identified by its fingerprint."""
+
+    __tablename__ = "testbeds"
+    __table_args__ = (CheckConstraint(f"kind IN ({_in(TESTBED_KINDS)})", name="kind"),)
+    __test__ = False  # the name starts with "Test": keep pytest from collecting it
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(16))
+    fingerprint: Mapped[dict[str, Any]]
+    fingerprint_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"Testbed(id={self.id!r}, name={self.name!r}, kind={self.kind!r})"
+
+
+class Configuration(Base):
+    """One point of a search space in canonical form; ``hash`` is the cache key."""
+
+    __tablename__ = "configurations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    hash: Mapped[str] = mapped_column(String(128), unique=True)
+    canonical: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"Configuration(id={self.id!r}, hash={self.hash[:12]!r})"
+
+
+class Workload(Base):
+    """A traffic definition (iperf3 parameters ...) identified by its content hash."""
+
+    __tablename__ = "workloads"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    definition: Mapped[dict[str, Any]]
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+
+    def __repr__(self) -> str:
+        return f"Workload(id={self.id!r}, name={self.name!r})"
+
+
+class Job(Base):
+    """One optimisation run: a space searched on a testbed under a workload."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint(f"state IN ({_in(JobState)})", name="state"),
+        # Users type job ids; never hand out the id of a deleted job again.
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    state: Mapped[str] = mapped_column(String(16), default=JobState.PENDING.value)
+    space_name: Mapped[str] = mapped_column(String(200))
+    space_definition: Mapped[dict[str, Any]]
+    testbed_id: Mapped[int] = mapped_column(ForeignKey("testbeds.id"), index=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id"), index=True)
+    objectives: Mapped[list[str]]
+    constraints: Mapped[list[str]]
+    engine: Mapped[str] = mapped_column(String(64))
+    engine_params: Mapped[dict[str, Any]]
+    budget: Mapped[int]
+    repeats: Mapped[int]
+    seed: Mapped[int]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    error: Mapped[str | None] = mapped_column(Text)
+    # Mutable: ``job.stats["measured"] += 1`` is noticed and written on commit.
+    stats: Mapped[dict[str, Any]] = mapped_column(MutableDict.as_mutable(SafeJSON), default=dict)
+    best_trial_id: Mapped[int | None]
+
+    testbed: Mapped[Testbed] = relationship()
+    workload: Mapped[Workload] = relationship()
+    trials: Mapped[list[Trial]] = relationship(
+        back_populates="job", order_by="Trial.number", cascade="all, delete-orphan",
+        passive_deletes=True,
+    )
+
+    def __repr__(self) -> str:
+        return f"Job(id={self.id!r}, state={self.state!r}, space={self.space_name!r})"
+
+
+class Trial(Base):
+    """One configuration evaluated within a job, measured or answered from the cache."""
+
+    __tablename__ = "trials"
+    __table_args__ = (
+        UniqueConstraint("job_id", "number"),
+        CheckConstraint(f"state IN ({_in(TrialState)})", name="state"),
+        CheckConstraint(f"source IN ({_in(TrialSource)})", name="source"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int]
+    configuration_id: Mapped[int] = mapped_column(ForeignKey("configurations.id"), index=True)
+    state: Mapped[str] = mapped_column(String(16), default=TrialState.RUNNING.value)
+    source: Mapped[str] = mapped_column(String(16), default=TrialSource.MEASURED.value)
+    error: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+    summary: Mapped[dict[str, Any] | None]
+    snapshot: Mapped[dict[str, Any] | None]
+    notes: Mapped[list[Any]] = mapped_column(MutableList.as_mutable(SafeJSON), default=list)
+
+    job: Mapped[Job] = relationship(back_populates="trials")
+    configuration: Mapped[Configuration] = relationship()
+    measurements: Mapped[list[Measurement]] = relationship(
+        back_populates="trial", order_by="Measurement.repeat", cascade="all, delete-orphan",
+        passive_deletes=True,
+    )
+
+    def __repr__(self) -> str:
+        return (
+            f"Trial(id={self.id!r}, job_id={self.job_id!r}, number={self.number!r}, "
+            f"state={self.state!r}, source={self.source!r})"
+        )
+
+
+class Measurement(Base):
+    """One repeat of a trial: the benchmark's metrics and the NIC counters.
+
+    ``testbed_id``, ``workload_id`` and ``configuration_id`` repeat what the trial and
+    its job already say, so the fitness-cache lookup is one indexed query.
+    """
+
+    __tablename__ = "measurements"
+    __table_args__ = (
+        Index("ix_measurements_cache_key", "testbed_id", "workload_id", "configuration_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"), index=True)
+    repeat: Mapped[int]
+    testbed_id: Mapped[int] = mapped_column(ForeignKey("testbeds.id"))
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id"))
+    configuration_id: Mapped[int] = mapped_column(ForeignKey("configurations.id"))
+    metrics: Mapped[dict[str, Any]]
+    throughput_gbps: Mapped[float | None] = mapped_column(Float)
+    loss_pct: Mapped[float | None] = mapped_column(Float)
+    interrupts_per_gb: Mapped[float | None] = mapped_column(Float)
+    cpu_rx_pct: Mapped[float | None] = mapped_column(Float)
+    packet_rate_mpps: Mapped[float | None] = mapped_column(Float)
+    counters: Mapped[dict[str, Any]]
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime]
+
+    trial: Mapped[Trial] = relationship(back_populates="measurements")
+
+    def __repr__(self) -> str:
+        return f"Measurement(id={self.id!r}, trial_id={self.trial_id!r}, repeat={self.repeat!r})"

@@ -1,0 +1,187 @@
+"""Engines and transactions: where the database lives and how writes are made safe.
+
+Every write goes through :func:`session_scope`: one transaction that commits at the end
+of the block or rolls back on any exception. SQLite runs in WAL mode with
+``synchronous=FULL``, so a process killed at any instant leaves the database intact
+with every committed transaction in it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from nictune.db._errors import describe
+from nictune.errors import StorageError
+
+ENV_VAR = "NICTUNE_DB"
+"""Environment variable that overrides :func:`default_url` (a URL or a file path)."""
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+"""How long a SQLite connection waits for another writer before giving up."""
+
+
+def default_url() -> str:
+    """Return the database URL to use when none is given.
+
+    ``$NICTUNE_DB`` wins: a value containing ``://`` is used as a SQLAlchemy URL, any
+    other value as the path of a SQLite file. Otherwise the database is
+    ``nictune.db`` in the per-user data directory (``platformdirs.user_data_dir``).
+
+    Returns:
+        A SQLAlchemy URL string.
+    """
+    override = os.environ.get(ENV_VAR, "").strip()
+    if override:
+        if "://" in override:
+            return override
+        return f"sqlite:///{Path(override).expanduser().resolve()}"
+    return f"sqlite:///{Path(platformdirs.user_data_dir('nictune')) / 'nictune.db'}"
+
+
+def _parse(url: str | URL) -> URL:
+    try:
+        return make_url(url)
+    except ArgumentError as exc:
+        raise StorageError(f"invalid database URL: {exc}") from exc
+
+
+def _sqlite_file(url: URL) -> Path | None:
+    database = url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _on_sqlite_connect(dbapi_connection: Any, connection_record: Any) -> None:
+    # Take BEGIN away from the sqlite3 module (its legacy mode skips BEGIN before SELECT
+    # and SAVEPOINT, which breaks savepoints and transactional DDL); see _on_sqlite_begin.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        # busy_timeout first: switching to WAL needs a lock another process may hold.
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        # FULL also survives power loss, not only a killed process; commits are rare.
+        cursor.execute("PRAGMA synchronous = FULL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def _on_sqlite_begin(connection: Any) -> None:
+    # IMMEDIATE takes the write lock at BEGIN. A deferred transaction that reads and
+    # then writes fails at once with "database is locked" when another process wrote in
+    # between (busy_timeout cannot help there); IMMEDIATE waits for the lock instead.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
+    """Create an engine for ``url`` with nictune's connection settings.
+
+    SQLite: the parent directory is created; every connection gets WAL journaling,
+    ``synchronous=FULL``, foreign keys and a busy timeout, and transactions start with
+    ``BEGIN IMMEDIATE`` so savepoints and DDL are transactional. PostgreSQL: pooled
+    connections are pinged before use.
+
+    Args:
+        url: a SQLAlchemy URL; :func:`default_url` when ``None``.
+        **kwargs: passed to :func:`sqlalchemy.create_engine`.
+
+    Returns:
+        The engine. The schema is not touched; see :func:`open_database`.
+
+    Raises:
+        StorageError: the URL is invalid or its driver is not installed.
+    """
+    parsed = _parse(url if url is not None else default_url())
+    is_sqlite = parsed.get_backend_name() == "sqlite"
+    if is_sqlite:
+        path = _sqlite_file(parsed)
+        if path is not None:
+            try:
+                path.expanduser().parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(f"cannot create the directory of {path}: {exc}") from exc
+    else:
+        kwargs.setdefault("pool_pre_ping", True)
+    try:
+        engine = create_engine(parsed, **kwargs)
+    except (ArgumentError, ImportError) as exc:
+        raise StorageError(f"cannot use database URL {parsed!r}: {exc}") from exc
+    if is_sqlite:
+        event.listen(engine, "connect", _on_sqlite_connect)
+        event.listen(engine, "begin", _on_sqlite_begin)
+    return engine
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """Run a block in one transaction: commit at its end, roll back on any exception.
+
+    Objects stay usable after the block (``expire_on_commit=False``), so a caller can
+    read ``job.id`` once the job is committed.
+
+    Args:
+        engine: from :func:`make_engine` or :func:`open_database`.
+
+    Yields:
+        A session bound to ``engine``.
+
+    Raises:
+        StorageError: a database error inside the block or at commit (the transaction
+            is rolled back). Any other exception is re-raised unchanged after rollback.
+    """
+    session = Session(engine, expire_on_commit=False)
+    try:
+        yield session
+        session.commit()
+    except SQLAlchemyError as exc:
+        _rollback_quietly(session)
+        raise StorageError(f"database error, transaction rolled back: {describe(exc)}") from exc
+    except BaseException:
+        _rollback_quietly(session)
+        raise
+    finally:
+        session.close()
+
+
+def _rollback_quietly(session: Session) -> None:
+    # A rollback on a dead connection raises too; the first error is the one to report.
+    with contextlib.suppress(SQLAlchemyError):
+        session.rollback()
+
+
+def open_database(url: str | URL | None = None) -> Engine:
+    """Open the database at ``url``, creating or upgrading its schema to the newest.
+
+    Safe to call from several processes at once: the migration takes a lock first.
+
+    Args:
+        url: a SQLAlchemy URL; :func:`default_url` when ``None``.
+
+    Returns:
+        An engine for the up-to-date database.
+
+    Raises:
+        StorageError: the database cannot be reached or migrated.
+    """
+    from nictune.db.migrate import upgrade  # migrate imports this module
+
+    engine = make_engine(url)
+    try:
+        upgrade(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine

@@ -1,0 +1,225 @@
+"""Writing trials and their measurements; the crash-recovery reset."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from nictune.db._errors import maps_storage_errors
+from nictune.db.models import (
+    MAIN_METRICS,
+    Configuration,
+    Job,
+    Measurement,
+    Trial,
+    TrialSource,
+    TrialState,
+)
+from nictune.db.types import as_utc, utcnow
+from nictune.errors import InvalidInputError, JobError
+
+
+class Sample(Protocol):
+    """What :func:`complete_trial` needs from one repeat of a measurement."""
+
+    @property
+    def metrics(self) -> Mapping[str, float]:
+        """Metric name → value (``throughput_gbps``, ``loss_pct`` ...)."""
+        ...
+
+    @property
+    def counters(self) -> Mapping[str, Any]:
+        """NIC and kernel counters read around the benchmark (JSON-serialisable)."""
+        ...
+
+    @property
+    def started_at(self) -> datetime:
+        """When the repeat started (aware, or naive UTC)."""
+        ...
+
+    @property
+    def finished_at(self) -> datetime:
+        """When the repeat finished (aware, or naive UTC)."""
+        ...
+
+
+@maps_storage_errors
+def start_trial(s: Session, job: Job, number: int, configuration: Configuration) -> Trial:
+    """Record that trial ``number`` of ``job`` has started on ``configuration``.
+
+    Commit this before measuring: a crash then leaves a ``running`` trial that
+    :func:`reset_running_trials` removes on resume.
+
+    Raises:
+        JobError: the job already has a trial with this number.
+        InvalidInputError: ``number`` is negative.
+        StorageError: the database failed.
+    """
+    if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+        raise InvalidInputError(f"trial number must be >= 0, got {number!r}", field="number")
+    duplicate = JobError(f"job {job.id} already has a trial number {number}")
+    exists = s.scalar(select(Trial.id).where(Trial.job_id == job.id, Trial.number == number))
+    if exists is not None:
+        raise duplicate
+    try:
+        with s.begin_nested():
+            # Built inside the SAVEPOINT: begin_nested() autoflushes, and a Trial already
+            # linked to the job but not yet in the session would be skipped with a warning.
+            trial = Trial(
+                job=job, number=number, configuration=configuration,
+                state=TrialState.RUNNING.value, source=TrialSource.MEASURED.value, notes=[],
+            )
+            s.add(trial)
+    except IntegrityError as exc:
+        raise duplicate from exc
+    return trial
+
+
+def _require_running(trial: Trial) -> None:
+    if trial.state != TrialState.RUNNING:
+        raise JobError(
+            f"trial {trial.number} of job {trial.job_id} is {trial.state}, not running"
+        )
+
+
+def _metrics(sample: Sample, repeat: int) -> dict[str, float]:
+    metrics: dict[str, float] = {}
+    for name, value in sample.metrics.items():
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number):
+            raise InvalidInputError(
+                f"metric {name!r} of repeat {repeat} is {value!r}, not a finite number",
+                field=name,
+            )
+        metrics[name] = number
+    return metrics
+
+
+@maps_storage_errors
+def complete_trial(
+    s: Session,
+    trial: Trial,
+    samples: Sequence[Sample],
+    source: str,
+    summary: Mapping[str, Any],
+    snapshot: Mapping[str, Any] | None = None,
+    notes: Sequence[Any] | None = None,
+) -> None:
+    """Mark a running trial completed and store one measurement per sample.
+
+    Args:
+        s: the session.
+        trial: from :func:`start_trial`, still running.
+        samples: one per repeat, in order. At least one for ``measured``; none for
+            ``cache`` (the cached numbers go in ``summary``).
+        source: ``measured`` or ``cache``. Only measured trials feed the cache.
+        summary: mean metrics over the repeats.
+        snapshot: host settings before the trial.
+        notes: remarks to keep with the trial (replace the current ones when given).
+
+    Raises:
+        JobError: the trial is not running.
+        InvalidInputError: unknown source, no samples for a measured trial, samples for
+            a cache trial, or a metric that is not a finite number.
+        StorageError: the database failed.
+    """
+    _require_running(trial)
+    try:
+        trial_source = TrialSource(source)
+    except ValueError:
+        raise InvalidInputError(
+            f"unknown trial source {source!r}", field="source",
+            allowed=", ".join(member.value for member in TrialSource),
+        ) from None
+    sample_list = list(samples)
+    if trial_source is TrialSource.MEASURED and not sample_list:
+        raise InvalidInputError("a measured trial needs at least one sample", field="samples")
+    if trial_source is TrialSource.CACHE and sample_list:
+        # The samples belong to the trials that measured them; copying them here would
+        # count them twice in every history and cache query.
+        raise InvalidInputError(
+            "a cache trial stores no measurements of its own; pass no samples and put "
+            "the cached means in the summary", field="samples",
+        )
+    job = trial.job
+    for repeat, sample in enumerate(sample_list):
+        metrics = _metrics(sample, repeat)
+        trial.measurements.append(
+            Measurement(
+                repeat=repeat,
+                testbed_id=job.testbed_id,
+                workload_id=job.workload_id,
+                configuration_id=trial.configuration_id,
+                metrics=metrics,
+                counters=dict(sample.counters),
+                started_at=as_utc(sample.started_at),
+                finished_at=as_utc(sample.finished_at),
+                **{name: metrics.get(name) for name in MAIN_METRICS},
+            )
+        )
+    trial.state = TrialState.COMPLETED.value
+    trial.source = trial_source.value
+    trial.summary = dict(summary)
+    trial.snapshot = dict(snapshot) if snapshot is not None else None
+    if notes is not None:
+        trial.notes = list(notes)
+    trial.error = None
+    trial.finished_at = utcnow()
+    s.flush()
+
+
+@maps_storage_errors
+def fail_trial(s: Session, trial: Trial, error: str) -> None:
+    """Mark a running trial failed with ``error``; it never feeds the cache.
+
+    Raises:
+        JobError: the trial is not running.
+        StorageError: the database failed.
+    """
+    _require_running(trial)
+    trial.state = TrialState.FAILED.value
+    trial.error = error
+    trial.finished_at = utcnow()
+    s.flush()
+
+
+@maps_storage_errors
+def job_trials(s: Session, job_id: int) -> list[Trial]:
+    """Return the trials of a job ordered by number, configuration and measurements loaded.
+
+    Returns an empty list for an unknown job id.
+    """
+    stmt = (
+        select(Trial)
+        .where(Trial.job_id == job_id)
+        .order_by(Trial.number)
+        .options(selectinload(Trial.configuration), selectinload(Trial.measurements))
+    )
+    return list(s.scalars(stmt))
+
+
+@maps_storage_errors
+def reset_running_trials(s: Session, job_id: int) -> int:
+    """Delete the trials a crash left ``running`` so that resuming measures them again.
+
+    Returns:
+        How many trials were deleted.
+    """
+    ids = list(
+        s.scalars(
+            select(Trial.id).where(Trial.job_id == job_id, Trial.state == TrialState.RUNNING)
+        )
+    )
+    if ids:
+        s.execute(delete(Measurement).where(Measurement.trial_id.in_(ids)))
+        s.execute(delete(Trial).where(Trial.id.in_(ids)))
+    return len(ids)

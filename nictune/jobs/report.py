@@ -1,0 +1,90 @@
+"""What a job found: best configuration, the default's figures, and the difference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import Engine as DbEngine
+
+from nictune import db
+from nictune.optimizer import Goal, Score
+from nictune.search_spaces import space_from_dict
+
+
+def _score(goal: Goal, summary: dict[str, Any] | None) -> Score | None:
+    if not summary or "metrics" not in summary:
+        return None
+    return goal.score(summary["metrics"])
+
+
+def trial_rows(trials: list[db.Trial]) -> list[dict[str, Any]]:
+    rows = []
+    for t in trials:
+        summary = t.summary or {}
+        rows.append({
+            "number": t.number,
+            "state": t.state,
+            "source": t.source,
+            "config_hash": t.configuration.hash,
+            "config": t.configuration.canonical,
+            "metrics": summary.get("metrics", {}),
+            "spread": summary.get("spread", {}),
+            "score": summary.get("score"),
+            "error": t.error,
+        })
+    return rows
+
+
+def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
+    """A plain-data account of a job: settings, counts, best and default trials, knob changes."""
+    import json
+
+    with db.session_scope(dbe) as s:
+        job = db.get_job(s, job_id)
+        space = space_from_dict(dict(job.space_definition))
+        goal = Goal.from_names(list(job.objectives), list(job.constraints))
+        trials = db.job_trials(s, job_id)
+        rows = trial_rows(trials)
+        info: dict[str, Any] = {
+            "job_id": job.id,
+            "state": job.state,
+            "testbed": job.testbed.name,
+            "simulated": job.testbed.kind == "sim",
+            "fingerprint": dict(job.testbed.fingerprint),
+            "workload": job.workload.name,
+            "space": job.space_name,
+            "objectives": list(job.objectives),
+            "constraints": list(job.constraints),
+            "engine": job.engine,
+            "engine_params": dict(job.engine_params),
+            "budget": job.budget,
+            "repeats": job.repeats,
+            "seed": job.seed,
+            "created_at": job.created_at.isoformat() if job.created_at else None,
+            "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+            "error": job.error,
+            "stats": dict(job.stats or {}),
+        }
+    completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
+    info["trials"] = len(rows)
+    info["measured"] = sum(r["source"] == "measured" and r["state"] == "completed" for r in rows)
+    info["cached"] = sum(r["source"] == "cache" for r in rows)
+    info["failed"] = sum(r["state"] == "failed" for r in rows)
+    best = max(completed, key=lambda r: goal.score(r["metrics"]), default=None)
+    default_hash = space.default().hash
+    default = next((r for r in completed if r["config_hash"] == default_hash), None)
+    info["best"] = best
+    info["default"] = default
+    if best is not None:
+        info["best_feasible"] = goal.score(best["metrics"]).feasible
+        best_cfg = json.loads(best["config"])
+        default_cfg = space.default().as_dict()
+        changes = []
+        for name in space.knobs:
+            before, after = default_cfg.get(name), best_cfg.get(name)
+            if before != after:
+                changes.append({"knob": name, "default": before, "best": after,
+                                "unit": space.knobs[name].unit})
+        info["changes"] = changes
+        info["best_config"] = best_cfg
+    return info

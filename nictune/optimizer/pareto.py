@@ -1,0 +1,153 @@
+"""Pareto dominance, non-dominated sorting and front extraction (pure functions).
+
+Every objective vector here is "bigger is better" (as :meth:`Goal.values` returns them:
+minimised objectives are negated). Constraints follow Deb's constrained domination: a
+feasible point dominates every infeasible one, and of two infeasible points the one with
+the smaller violation dominates.
+
+:class:`MultiScore` is a :class:`~nictune.optimizer.objectives.Score` that also carries the
+vector of every objective, so a multi-objective engine (``nsga2``) learns all of them
+through the ordinary ``tell(config, score)``; single-objective engines just see a Score.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from nictune.optimizer.objectives import Goal, Score
+
+Vector = tuple[float, ...]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, eq=False)
+class MultiScore(Score):
+    """A score with the values of every objective of the goal (``values[0] == value``).
+
+    It ranks, compares and hashes like the plain :class:`Score` it extends (``values`` is
+    left out), so engines that know nothing of it keep their tie rules.
+
+    Attributes:
+        values: each objective turned into "maximise", in the goal's order.
+    """
+
+    values: Vector = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if any(math.isnan(v) for v in self.values):
+            raise ValueError("objective values cannot be NaN")
+
+    @classmethod
+    def from_goal(cls, goal: Goal, metrics_mean: Mapping[str, float]) -> MultiScore:
+        """The score of a trial's mean metrics under ``goal``, with every objective's value."""
+        base = goal.score(metrics_mean)
+        return cls(base.feasible, base.value, base.violation, goal.values(metrics_mean))
+
+
+def vector_of(score: Score) -> Vector:
+    """The objective vector of ``score`` (a one-element vector for a plain :class:`Score`)."""
+    if isinstance(score, MultiScore) and score.values:
+        return tuple(score.values)
+    return (score.value,)
+
+
+def dominates(a: Vector, b: Vector) -> bool:
+    """``a`` is at least as good as ``b`` in every objective and better in one (maximising)."""
+    if len(a) != len(b):
+        raise ValueError(f"vectors of different lengths: {len(a)} and {len(b)}")
+    better = False
+    for x, y in zip(a, b, strict=True):
+        if x < y:
+            return False
+        if x > y:
+            better = True
+    return better
+
+
+def constrained_dominates(a: Score, b: Score) -> bool:
+    """Deb's constrained domination between two scores (see the module docstring)."""
+    if a.feasible != b.feasible:
+        return a.feasible
+    if not a.feasible:
+        return a.violation < b.violation
+    return dominates(vector_of(a), vector_of(b))
+
+
+def non_dominated_sort(vectors: Sequence[Vector]) -> list[list[int]]:
+    """Indices of ``vectors`` by front: front 0 is non-dominated, front 1 is non-dominated
+    once front 0 is removed, and so on. Inside a front, indices keep their input order.
+    Equal vectors share a front.
+    """
+    n = len(vectors)
+    dominated_by: list[list[int]] = [[] for _ in range(n)]
+    count = [0] * n
+    for i in range(n):
+        for j in range(i + 1, n):
+            if dominates(vectors[i], vectors[j]):
+                dominated_by[i].append(j)
+                count[j] += 1
+            elif dominates(vectors[j], vectors[i]):
+                dominated_by[j].append(i)
+                count[i] += 1
+    fronts: list[list[int]] = []
+    current = [i for i in range(n) if count[i] == 0]
+    while current:
+        fronts.append(current)
+        following: list[int] = []
+        for i in current:
+            for j in dominated_by[i]:
+                count[j] -= 1
+                if count[j] == 0:
+                    following.append(j)
+        current = sorted(following)
+    return fronts
+
+
+def pareto_front(items: Sequence[tuple[T, Score]]) -> list[tuple[T, Score]]:
+    """The non-dominated feasible items (in input order); ``[]`` when none is feasible.
+
+    Failed trials (``-inf`` values) never belong to a front. Of several items with the same
+    objective vector, all are kept.
+    """
+    feasible = [(item, s) for item, s in items
+                if s.feasible and all(math.isfinite(v) for v in vector_of(s))]
+    if not feasible:
+        return []
+    fronts = non_dominated_sort([vector_of(s) for _, s in feasible])
+    return [feasible[i] for i in fronts[0]]
+
+
+def crowding_distance(vectors: Sequence[Vector]) -> list[float]:
+    """NSGA-II crowding distance of each vector inside one front (boundary points: ``inf``)."""
+    n = len(vectors)
+    if n == 0:
+        return []
+    dist = [0.0] * n
+    for m in range(len(vectors[0])):
+        order = sorted(range(n), key=lambda i: vectors[i][m])
+        lo, hi = vectors[order[0]][m], vectors[order[-1]][m]
+        dist[order[0]] = dist[order[-1]] = math.inf
+        if hi == lo:
+            continue
+        for k in range(1, n - 1):
+            dist[order[k]] += (vectors[order[k + 1]][m] - vectors[order[k - 1]][m]) / (hi - lo)
+    return dist
+
+
+def hypervolume_2d(vectors: Sequence[Vector], reference: Vector) -> float:
+    """Area dominated by two-objective ``vectors`` (maximising) and bounded by ``reference``.
+
+    Points that do not dominate the reference point add nothing.
+    """
+    pts = sorted({(x, y) for x, y in vectors if x > reference[0] and y > reference[1]},
+                 key=lambda p: (-p[0], -p[1]))
+    area, best_y = 0.0, reference[1]
+    for x, y in pts:
+        if y > best_y:
+            area += (x - reference[0]) * (y - best_y)
+            best_y = y
+    return area

@@ -1,0 +1,362 @@
+"""Adaptive repeats (racing): spend measurements only where they can change the answer.
+
+Pure logic, no testbed and no database: the job loop keeps the samples of every
+configuration (one metrics dict per measurement) and asks a :class:`RacingPolicy` what to
+do next. The procedure:
+
+1. Measure a new configuration (the *challenger*) once.
+2. :meth:`RacingPolicy.decide` compares it with the *incumbent* (the recommended
+   configuration so far): ``"stop"`` when it is clearly worse (or surely breaks a
+   constraint), ``"again"`` while it could be the best (its interval overlaps the
+   incumbent's), ``"incumbent"`` when the incumbent has fewer samples than a close
+   challenger and should be measured again first, ``"done"`` when it is clearly better or
+   has reached ``max_repeats``.
+3. After the last trial, :meth:`RacingPolicy.final_repeats` says how often to measure the
+   incumbent again before the job ends, so the answer never rests on one lucky sample.
+4. :meth:`RacingPolicy.recommend` picks the configuration with the best *lower confidence
+   bound* of the objective among the ones feasible on their means, and
+   :meth:`RacingPolicy.summary` gives its mean with the interval for the output.
+
+Noise model: the testbed's relative noise (coefficient of variation) is assumed to be the
+same for every configuration, so it is pooled over all configurations with two or more
+samples (:meth:`RacingPolicy.noise`), shrunk towards ``prior_cv`` with ``prior_dof`` pseudo
+degrees of freedom so that a single sample already has an honest interval. Intervals are
+Student t intervals with the pooled degrees of freedom. The pooled estimate is what a job
+stores as the noise level of its testbed.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from nictune.optimizer.objectives import Goal, MetricConstraint, Score
+
+Decision = Literal["again", "incumbent", "stop", "done"]
+Samples = Sequence[Mapping[str, float]]
+#: The name under which the goal's (oriented) objective appears in noise estimates.
+OBJECTIVE = "objective"
+
+
+# ------------------------------------------------------------------ Student t
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-14:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularised incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    ln = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(ln) * _betacf(a, b, x) / a
+    return 1.0 - math.exp(ln) * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, dof: float) -> float:
+    """P(T <= t) for Student's t with ``dof`` degrees of freedom."""
+    if dof <= 0:
+        raise ValueError("degrees of freedom must be positive")
+    tail = 0.5 * _betainc(dof / 2.0, 0.5, dof / (dof + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+@functools.lru_cache(maxsize=512)
+def t_quantile(confidence: float, dof: float) -> float:
+    """The two-sided Student t critical value: P(|T| <= q) = ``confidence``."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be in (0, 1)")
+    target = 0.5 + confidence / 2.0
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, dof) < target:
+        hi *= 2.0
+    for _ in range(100):
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, dof) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2.0
+
+
+# ------------------------------------------------------------------ estimates
+@dataclass(frozen=True)
+class Interval:
+    """A mean with its two-sided confidence interval.
+
+    Attributes:
+        mean: the sample mean.
+        low: lower bound of the interval.
+        high: upper bound of the interval.
+        n: number of samples.
+        confidence: the interval's confidence level.
+    """
+
+    mean: float
+    low: float
+    high: float
+    n: int
+    confidence: float
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2.0
+
+    def __str__(self) -> str:
+        return f"{self.mean:.4g} ± {self.half_width:.2g} (n={self.n}, {self.confidence:.0%} CI)"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n,
+                "confidence": self.confidence}
+
+
+@dataclass(frozen=True)
+class Noise:
+    """The pooled relative noise of one metric.
+
+    Attributes:
+        cv: coefficient of variation (standard deviation / mean) of one sample.
+        dof: degrees of freedom behind it (measured ones plus the prior's).
+        measured_dof: degrees of freedom from repeats alone (0: the prior only).
+    """
+
+    cv: float
+    dof: float
+    measured_dof: int
+
+
+@dataclass(frozen=True)
+class RacingPolicy:
+    """Decides repeats, eliminations and the recommendation. See the module docstring.
+
+    Attributes:
+        goal: the job's objectives and constraints (the first objective is raced).
+        max_repeats: most measurements of one configuration (and how often the incumbent is
+            measured in all by the end of the job).
+        confidence: level of the intervals that decide "clearly worse" and "clearly better".
+        prior_cv: relative noise assumed before repeats tell otherwise.
+        prior_dof: weight of ``prior_cv``, in degrees of freedom.
+        tolerance: relative difference not worth measuring for (0.005: half a percent).
+        min_incumbent_repeats: samples a configuration needs before it counts as clearly
+            better than the incumbent.
+    """
+
+    goal: Goal
+    max_repeats: int = 3
+    confidence: float = 0.9
+    prior_cv: float = 0.05
+    prior_dof: float = 2.0
+    tolerance: float = 0.0
+    min_incumbent_repeats: int = 2
+
+    def __post_init__(self) -> None:
+        if self.max_repeats < 1:
+            raise ValueError("max_repeats must be at least 1")
+        if not 0.0 < self.confidence < 1.0:
+            raise ValueError("confidence must be in (0, 1)")
+        if self.prior_cv < 0 or self.prior_dof <= 0 or self.tolerance < 0:
+            raise ValueError("prior_cv and tolerance must be >= 0, prior_dof > 0")
+
+    # ----------------------------------------------------------------- noise
+    def _series(self, samples: Samples) -> dict[str, list[float]]:
+        """Per-sample objective values and constraint metrics of one configuration."""
+        out: dict[str, list[float]] = {OBJECTIVE: []}
+        for s in samples:
+            try:
+                out[OBJECTIVE].append(self.goal.objective.oriented(s))
+            except Exception:  # a sample without the metric: no information  # noqa: BLE001
+                continue
+        for c in self.goal.constraints:
+            out[c.metric] = [float(s[c.metric]) for s in samples if c.metric in s]
+        return out
+
+    def noise(self, trials: Mapping[str, Samples]) -> dict[str, Noise]:
+        """Pooled relative noise of the objective and of every constrained metric."""
+        sums: dict[str, float] = {}
+        dofs: dict[str, int] = {}
+        for samples in trials.values():
+            if len(samples) < 2:
+                continue
+            for name, xs in self._series(samples).items():
+                finite = [x for x in xs if math.isfinite(x)]
+                if len(finite) < 2:
+                    continue
+                mean = statistics.fmean(finite)
+                if mean == 0:
+                    continue
+                rel = statistics.variance(finite) / (mean * mean)
+                sums[name] = sums.get(name, 0.0) + rel * (len(finite) - 1)
+                dofs[name] = dofs.get(name, 0) + len(finite) - 1
+        out: dict[str, Noise] = {}
+        for name in [OBJECTIVE, *(c.metric for c in self.goal.constraints)]:
+            measured = dofs.get(name, 0)
+            total = self.prior_dof + measured
+            var = (self.prior_dof * self.prior_cv**2 + sums.get(name, 0.0)) / total
+            out[name] = Noise(math.sqrt(var), total, measured)
+        return out
+
+    def interval(self, xs: Sequence[float], noise: Noise) -> Interval:
+        """Mean of ``xs`` with its t interval under the pooled relative ``noise``."""
+        finite = [x for x in xs if math.isfinite(x)]
+        if not finite:
+            return Interval(-math.inf, -math.inf, -math.inf, 0, self.confidence)
+        mean = statistics.fmean(finite)
+        half = t_quantile(self.confidence, noise.dof) * noise.cv * abs(mean) / math.sqrt(len(finite))
+        return Interval(mean, mean - half, mean + half, len(finite), self.confidence)
+
+    def objective_interval(self, samples: Samples, noise: Mapping[str, Noise]) -> Interval:
+        """The interval of the (oriented, bigger is better) objective of one configuration."""
+        return self.interval(self._series(samples)[OBJECTIVE], noise[OBJECTIVE])
+
+    def score(self, samples: Samples) -> Score:
+        """The score of the configuration's mean metrics (what the engine is told)."""
+        if not samples:
+            return Score.failed()
+        return self.goal.score(Goal.mean_metrics(samples))
+
+    def feasibility(self, samples: Samples, noise: Mapping[str, Noise]) -> Literal["yes", "no", "maybe"]:
+        """Whether every constraint holds: surely (``yes``), surely not (``no``) or ``maybe``."""
+        verdict: Literal["yes", "no", "maybe"] = "yes"
+        series = self._series(samples)
+        for c in self.goal.constraints:
+            iv = self.interval(series[c.metric], noise[c.metric])
+            if not math.isfinite(iv.mean):
+                return "no"
+            low_ok, high_ok = _holds(c, iv.low), _holds(c, iv.high)
+            if not low_ok and not high_ok:
+                return "no"
+            if not (low_ok and high_ok):
+                verdict = "maybe"
+        return verdict
+
+    # -------------------------------------------------------------- decisions
+    def decide(self, trials: Mapping[str, Samples], challenger: str, incumbent: str | None) -> Decision:
+        """What to do after a measurement of ``challenger`` (see the module docstring).
+
+        Args:
+            trials: every configuration's samples so far, by key (e.g. the config hash).
+            challenger: the key of the configuration just measured.
+            incumbent: the key of the current recommendation (:meth:`recommend` before the
+                challenger was measured), or ``None`` for the first configuration.
+        """
+        mine = trials.get(challenger, ())
+        n = len(mine)
+        if n == 0:
+            return "again"
+        if incumbent is None or incumbent == challenger or incumbent not in trials:
+            return "done"
+        noise = self.noise(trials)
+        feasible = self.feasibility(mine, noise)
+        if feasible == "no":
+            return "stop"
+        theirs = trials[incumbent]
+        inc_feasible = self.score(theirs).feasible
+        if not inc_feasible:
+            # No feasible incumbent yet: anything feasible on its mean is progress.
+            if self.score(mine) > self.score(theirs):
+                return "done" if n >= self.min_incumbent_repeats or n >= self.max_repeats else "again"
+            return "stop" if feasible == "yes" or n >= self.max_repeats else "again"
+        low, high = self._difference(mine, theirs, noise)
+        margin = self.tolerance * abs(self.objective_interval(theirs, noise).mean)
+        if high < margin:
+            return "stop"  # clearly worse (or not worth a tolerance more)
+        if n >= self.max_repeats:
+            return "done"
+        if low > 0 and feasible == "yes":
+            return "done" if n >= self.min_incumbent_repeats else "again"
+        m = len(theirs)
+        if m < n and m < self.max_repeats:
+            return "incumbent"
+        return "again"
+
+    def _difference(self, mine: Samples, theirs: Samples, noise: Mapping[str, Noise]) -> tuple[float, float]:
+        """Interval of (challenger mean - incumbent mean) of the objective."""
+        a = self.objective_interval(mine, noise)
+        b = self.objective_interval(theirs, noise)
+        if not (math.isfinite(a.mean) and math.isfinite(b.mean)):
+            return (-math.inf, -math.inf) if not math.isfinite(a.mean) else (math.inf, math.inf)
+        cv = noise[OBJECTIVE].cv
+        se = math.sqrt((cv * a.mean) ** 2 / a.n + (cv * b.mean) ** 2 / b.n)
+        q = t_quantile(self.confidence, noise[OBJECTIVE].dof)
+        diff = a.mean - b.mean
+        return diff - q * se, diff + q * se
+
+    def recommend(self, trials: Mapping[str, Samples]) -> str | None:
+        """The configuration to recommend: best lower confidence bound among the ones
+        feasible on their means; when none is, the smallest mean violation. First key wins
+        a tie; ``None`` when nothing was measured.
+        """
+        noise = self.noise(trials)
+        best: tuple[tuple[int, float, float], str] | None = None
+        for key, samples in trials.items():
+            if not samples:
+                continue
+            score = self.score(samples)
+            if score.feasible:
+                iv = self.objective_interval(samples, noise)
+                rank = (1, iv.low, iv.mean)
+            else:
+                rank = (0, -score.violation, score.value)
+            if any(math.isnan(r) for r in rank[1:]):
+                continue
+            if best is None or rank > best[0]:
+                best = (rank, key)
+        return best[1] if best else None
+
+    def final_repeats(self, trials: Mapping[str, Samples], incumbent: str | None) -> int:
+        """How many more times to measure the incumbent before the job ends."""
+        if incumbent is None or incumbent not in trials:
+            return 0
+        return max(0, self.max_repeats - len(trials[incumbent]))
+
+    def summary(self, trials: Mapping[str, Samples], key: str) -> dict[str, Any]:
+        """Plain data for the output: mean metrics, the objective's interval, feasibility."""
+        noise = self.noise(trials)
+        samples = trials[key]
+        iv = self.objective_interval(samples, noise)
+        sign = 1.0 if self.goal.objective.direction == "maximize" else -1.0
+        shown = Interval(sign * iv.mean, *sorted((sign * iv.low, sign * iv.high)), iv.n, iv.confidence)
+        return {
+            "metrics": Goal.mean_metrics(samples),
+            "objective": self.goal.objective.name,
+            "interval": shown.as_dict(),
+            "text": f"{self.goal.objective.label}: {shown} {self.goal.objective.unit}".rstrip(),
+            "feasible": self.feasibility(samples, noise),
+            "score": self.score(samples).as_dict(),
+        }
+
+    def noise_report(self, trials: Mapping[str, Samples]) -> dict[str, dict[str, float]]:
+        """The pooled noise estimate to store with the job (``cv``, ``dof``, ``measured_dof``)."""
+        return {name: {"cv": nz.cv, "dof": nz.dof, "measured_dof": float(nz.measured_dof)}
+                for name, nz in self.noise(trials).items()}
+
+
+def _holds(c: MetricConstraint, x: float) -> bool:
+    return c.satisfied({c.metric: x})

@@ -1,0 +1,180 @@
+"""Schema creation and upgrades through the Alembic migrations shipped in the package."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import platformdirs
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import func, inspect, select, text
+
+import nictune
+from nictune.db import (
+    Base,
+    Workload,
+    current_revision,
+    default_url,
+    head_revision,
+    make_engine,
+    open_database,
+    session_scope,
+    upgrade,
+)
+from nictune.errors import StorageError
+
+from .support import add_workload
+
+TABLES = {"testbeds", "configurations", "workloads", "jobs", "trials", "measurements"}
+
+
+def test_open_database_creates_the_schema_at_head(db_url: str) -> None:
+    assert current_revision(db_url) is None
+
+    engine = open_database(db_url)
+    try:
+        assert TABLES | {"alembic_version"} <= set(inspect(engine).get_table_names())
+        assert current_revision(engine) == head_revision() == "0001"
+    finally:
+        engine.dispose()
+
+
+def test_upgrading_again_is_a_no_op_that_keeps_data(db_url: str) -> None:
+    engine = open_database(db_url)
+    try:
+        with session_scope(engine) as s:
+            workload_id = add_workload(s).id
+
+        assert upgrade(db_url) == head_revision()
+        assert upgrade(engine) == head_revision()
+        open_database(db_url).dispose()
+
+        with session_scope(engine) as s:
+            assert s.get(Workload, workload_id) is not None
+            versions = s.scalar(text("SELECT count(*) FROM alembic_version"))
+        assert versions == 1
+        assert current_revision(db_url) == head_revision()
+    finally:
+        engine.dispose()
+
+
+def test_migrations_create_exactly_what_the_models_describe(db_url: str) -> None:
+    engine = open_database(db_url)
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={"compare_type": True})
+            assert compare_metadata(context, Base.metadata) == []
+    finally:
+        engine.dispose()
+
+
+RACER = """
+import sys
+from nictune.db import upgrade
+sys.stdin.readline()  # start together: imports are slow, the race is not
+print(upgrade(sys.argv[1]))
+"""
+
+
+def test_processes_opening_a_new_database_at_once_do_not_race(db_url: str) -> None:
+    env = dict(os.environ)
+    package_root = str(Path(nictune.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, db_url], env=env, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        for _ in range(3)
+    ]
+    for racer in racers:
+        assert racer.stdin is not None
+        racer.stdin.write("go\n")
+        racer.stdin.flush()
+    outcomes = [racer.communicate(timeout=60) for racer in racers]
+
+    assert [racer.returncode for racer in racers] == [0, 0, 0], outcomes
+    assert [out.strip() for out, _ in outcomes] == [head_revision()] * 3
+
+
+def test_a_database_from_a_newer_nictune_is_refused(db_url: str) -> None:
+    engine = open_database(db_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+        with pytest.raises(StorageError, match="newer nictune"):
+            open_database(db_url)
+    finally:
+        engine.dispose()
+
+
+def test_foreign_keys_are_enforced(db_url: str) -> None:
+    engine = open_database(db_url)
+    try:
+        with pytest.raises(StorageError), session_scope(engine) as s:
+            s.execute(
+                text(
+                    "INSERT INTO trials (job_id, number, configuration_id, state, source, "
+                    "started_at, notes) VALUES (999, 0, 999, 'running', 'measured', "
+                    "'2024-01-01 00:00:00', '[]')"
+                )
+            )
+        with session_scope(engine) as s:
+            assert s.scalar(text("SELECT count(*) FROM trials")) == 0
+    finally:
+        engine.dispose()
+
+
+def test_default_url_follows_nictune_db(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("NICTUNE_DB", raising=False)
+    expected = Path(platformdirs.user_data_dir("nictune")) / "nictune.db"
+    assert default_url() == f"sqlite:///{expected}"
+
+    monkeypatch.setenv("NICTUNE_DB", "postgresql+psycopg://u@db.example/nictune")
+    assert default_url() == "postgresql+psycopg://u@db.example/nictune"
+
+    monkeypatch.setenv("NICTUNE_DB", str(tmp_path / "x" / "history.db"))
+    assert default_url() == f"sqlite:///{tmp_path / 'x' / 'history.db'}"
+
+
+def test_sqlite_engine_settings(tmp_path: Path) -> None:
+    path = tmp_path / "not" / "yet" / "there.db"
+    engine = make_engine(f"sqlite:///{path}")
+    try:
+        with engine.connect() as connection:
+            pragmas = {
+                name: connection.exec_driver_sql(f"PRAGMA {name}").scalar()
+                for name in ("journal_mode", "foreign_keys", "busy_timeout", "synchronous")
+            }
+        assert pragmas == {
+            "journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 30000, "synchronous": 2,
+        }
+    finally:
+        engine.dispose()
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_savepoints_roll_back_inside_the_outer_transaction(db_url: str) -> None:
+    """The pysqlite BEGIN fix: a released SAVEPOINT must still belong to the transaction."""
+    engine = open_database(db_url)
+    try:
+        with pytest.raises(RuntimeError), session_scope(engine) as s:
+            with s.begin_nested():
+                add_workload(s, "inner")
+            raise RuntimeError("abort the outer transaction")
+        with session_scope(engine) as s:
+            assert s.scalar(select(func.count()).select_from(Workload)) == 0
+    finally:
+        engine.dispose()
+
+
+def test_bad_urls_are_storage_errors() -> None:
+    with pytest.raises(StorageError):
+        make_engine("not a url")
+    with pytest.raises(StorageError):
+        make_engine("nosuchdialect://x")

@@ -1,0 +1,170 @@
+"""The job loop against real databases (SQLite and PostgreSQL) and the simulated testbed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from nictune import db
+from nictune.jobs import JobRunner, JobSpec, create_job, job_report
+from nictune.measure.sim import PROFILES, SimTestbed
+from nictune.measure.workloads import get_workload
+from nictune.optimizer import Goal
+from nictune.search_spaces import load_space
+from tests.jobs.optimum import coordinate_optimum
+
+BENSON = load_space("benson-40g")
+
+
+def clean_value(config: dict, workload: str) -> dict[str, float]:
+    bed = SimTestbed(PROFILES["sim:benson-40g"], noise=0)
+    return bed.clean(BENSON.settings(BENSON.configuration(config)), get_workload(workload))
+
+
+def test_ga_reaches_95_percent_of_the_tcp_optimum(engine: Engine) -> None:
+    """Benson TCP, budget 60: the recommended configuration's noise-free throughput is
+    >= 95% of the optimum (coordinate search, = wire goodput at MTU 9000) and the untuned
+    default is below 10 Gbps."""
+    bed = SimTestbed(PROFILES["sim:benson-40g"], noise=0)
+    goal = Goal.from_names(["throughput"], [])
+    _, optimum = coordinate_optimum(bed, BENSON, "tcp", goal)
+    job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=60, seed=11))
+    outcome = JobRunner(engine).run(job)
+    assert outcome.state == "completed" and outcome.trials == 60
+    report = job_report(engine, job)
+    best = clean_value(report["best_config"], "tcp")["throughput_gbps"]
+    default = clean_value(BENSON.default().as_dict(), "tcp")["throughput_gbps"]
+    assert best >= 0.95 * optimum.value
+    assert default < 10 < best
+
+
+def test_udp_with_loss_constraint_finds_a_feasible_configuration(engine: Engine) -> None:
+    job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="udp",
+                                     constraints=["loss<=0.1"], budget=60, seed=5))
+    JobRunner(engine).run(job)
+    report = job_report(engine, job)
+    assert report["best_feasible"]
+    clean = clean_value(report["best_config"], "udp")
+    untuned = clean_value(BENSON.default().as_dict(), "udp")
+    assert clean["loss_pct"] <= 0.15  # measured feasible; noise-free within noise of the bound
+    assert clean["throughput_gbps"] > 2 * untuned["throughput_gbps"]
+
+
+def test_second_identical_job_measures_nothing(engine: Engine) -> None:
+    spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=20, seed=3)
+    first = JobRunner(engine).run(create_job(engine, spec))
+    second = JobRunner(engine).run(create_job(engine, spec))
+    assert first.measured == 20 and first.cached == 0
+    assert second.measured == 0 and second.cached == 20
+    # A different seed reuses what overlaps (the default and the baseline) and measures the rest.
+    third = JobRunner(engine).run(create_job(engine, JobSpec(**{**spec.__dict__, "seed": 4})))
+    assert third.cached >= 2 and third.measured + third.cached == 20
+
+
+def test_failed_measurements_are_recorded_and_the_job_goes_on(engine: Engine) -> None:
+    class Flaky(SimTestbed):
+        calls = 0
+
+        def measure(self, settings, workload, repeats, seed):  # type: ignore[no-untyped-def]
+            Flaky.calls += 1
+            if Flaky.calls % 3 == 0:
+                from nictune.errors import MeasurementError
+
+                raise MeasurementError("iperf3 did not answer (test)")
+            return super().measure(settings, workload, repeats, seed)
+
+    job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=9, seed=1))
+    runner = JobRunner(engine)
+    prep = runner.prepare(job)
+    prep.testbed = Flaky(PROFILES["sim:benson-40g"])
+    outcome = runner._loop(job, prep)
+    assert outcome.state == "completed" and outcome.failed == 3 and outcome.measured == 6
+    with db.session_scope(engine) as s:
+        failed = [t for t in db.job_trials(s, job) if t.state == "failed"]
+        assert len(failed) == 3 and all("iperf3 did not answer" in (t.error or "") for t in failed)
+
+
+def test_bad_specs_are_rejected_before_anything_is_stored(engine: Engine) -> None:
+    from nictune.errors import InvalidInputError
+
+    bad = [
+        JobSpec(objectives=["speed"], testbed="sim:benson-40g"),
+        JobSpec(objectives=["throughput"], testbed="sim:nope"),
+        JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=-1),
+        JobSpec(objectives=["throughput"], testbed="sim:benson-40g", constraints=["loss<<1"]),
+        JobSpec(objectives=["throughput"], testbed="sim:benson-40g", engine="annealing"),
+        JobSpec(objectives=["throughput"], testbed="sim:benson-40g", engine_params={"population": -3}),
+        JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="sctp"),
+    ]
+    for spec in bad:
+        with pytest.raises(InvalidInputError) as exc:
+            create_job(engine, spec)
+        assert exc.value.field
+    with db.session_scope(engine) as s:
+        assert db.list_jobs(s) == []
+
+
+def _completed(url: str, job_id: int) -> dict[int, tuple[int, str]]:
+    eng = db.make_engine(url)
+    try:
+        with db.session_scope(eng) as s:
+            return {t.number: (t.id, t.configuration.hash) for t in db.job_trials(s, job_id)
+                    if t.state == "completed"}
+    finally:
+        eng.dispose()
+
+
+@pytest.mark.slow
+def test_kill_9_then_resume_loses_nothing_and_measures_nothing_twice(db_url: str, tmp_path: Path) -> None:
+    """A real `nictune optimize` process is SIGKILLed mid-job; `--resume` finishes the job with
+    exactly its budget of trials, every committed trial kept as it was, none measured twice."""
+    budget = 400
+    env = {**os.environ, "NICTUNE_DB": db_url}
+    cmd = [sys.executable, "-m", "nictune", "optimize", "--objective", "throughput", "--engine", "random",
+           "--budget", str(budget), "--seed", "9", "--json"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    job_id = 1
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            try:
+                done = _completed(db_url, job_id)
+            except Exception:
+                continue
+            if len(done) >= 50:
+                break
+        else:
+            pytest.fail("the job did not get going")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    before = _completed(db_url, job_id)
+    assert 50 <= len(before) < budget, "kill came too late to test a resume"
+    res = subprocess.run([sys.executable, "-m", "nictune", "optimize", "--resume", str(job_id), "--json"],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["state"] == "completed" and out["trials"] == budget
+    after = _completed(db_url, job_id)
+    assert sorted(after) == list(range(budget))
+    for number, (trial_id, config_hash) in before.items():
+        assert after[number] == (trial_id, config_hash)  # kept, not re-measured
+    eng = db.make_engine(db_url)
+    try:
+        with db.session_scope(eng) as s:
+            trials = db.job_trials(s, job_id)
+            hashes = [t.configuration.hash for t in trials]
+            assert len(hashes) == len(set(hashes)) == budget  # no configuration twice
+            assert all(t.state == "completed" for t in trials)
+            assert sum(len(t.measurements) for t in trials) == 3 * budget  # one row per repeat
+    finally:
+        eng.dispose()
