@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
 import uuid
 from collections.abc import Iterator
@@ -93,3 +94,36 @@ def engine(db_url: str) -> Iterator[Engine]:
         yield opened
     finally:
         opened.dispose()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def host_leak_check() -> Iterator[None]:
+    """After the whole suite the machine is as the tests found it: no new network namespace
+    or veth link, no iperf3 or busy-loop process, every global sysctl unchanged."""
+    from nictune.measure.hosts import LocalHost
+    from nictune.measure.veth import list_namespaces
+    from tests.measure.support import global_sysctls, wait_no_processes
+
+    usable = os.geteuid() == 0 and shutil.which("ip") is not None
+    before = global_sysctls()
+    namespaces_before = set(list_namespaces(LocalHost())) if usable else set()
+    links_before = _veth_links() if usable else set()
+    yield
+    if not usable:
+        return
+    namespaces = sorted(set(list_namespaces(LocalHost())) - namespaces_before)
+    links = sorted(_veth_links() - links_before)
+    processes = wait_no_processes()
+    after = global_sysctls()
+    changed = {k: (before[k], after.get(k)) for k in before if after.get(k) != before[k]}
+    assert not namespaces, f"namespaces left behind: {namespaces}"
+    assert not links, f"veth links left behind in the root namespace: {links}"
+    assert not processes, f"processes left behind: {processes}"
+    assert not changed, f"global sysctls changed: {changed}"
+
+
+def _veth_links() -> set[str]:
+    import subprocess
+
+    out = subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True, text=True).stdout
+    return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line}

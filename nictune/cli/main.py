@@ -6,6 +6,7 @@ input (unknown name, invalid value, malformed file), 130 interrupted.
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -50,7 +51,9 @@ def _register_optional() -> None:
     import importlib
 
     for module, name in (("nictune.cli.optimize", None), ("nictune.cli.history", "history"),
-                         ("nictune.cli.db", "db"), ("nictune.cli.testbed", "testbed")):
+                         ("nictune.cli.testbed", "testbed"), ("nictune.cli.report", None),
+                         ("nictune.cli.export", None), ("nictune.cli.serve", None),
+                         ("nictune.cli.token", "token"), ("nictune.cli.db", "db")):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -82,6 +85,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # SIGTERM unwinds like Ctrl-C: `finally` blocks run, so testbeds close (a veth pair that
+    # a run created is removed) and the job is marked interrupted. A trial in flight has its
+    # own handler that restores the hosts first and then delivers the signal here.
+    raise KeyboardInterrupt
+
+
 def run() -> None:
     """Console-script entry point."""
+    signal.signal(signal.SIGTERM, _terminate)
     sys.exit(main())

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from nictune.cli._common import (
     console,
+    err_console,
     fmt,
     parse_assignments,
     print_json,
@@ -40,6 +41,8 @@ def measure(
     """Measure one configuration: the base configuration with the --set changes."""
     wl = get_workload(workload, scenario=scenario, duration_s=duration)
     with open_testbed(testbed, noise=noise) as bed:
+        for notice in bed.notices:
+            err_console.print(notice)
         sp = load_space(space or bed.default_space())
         config = sp.configuration(parse_assignments(set_), base=profile)
         result = bed.measure(sp.settings(config), wl, repeats, seed)

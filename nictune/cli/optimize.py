@@ -55,6 +55,7 @@ def optimize(
                                          help="e.g. loss<=0.1, cpu_rx_pct<=80, throughput_gbps>=30 (repeatable)."),
     noise: float | None = typer.Option(None, "--noise", help="Simulated testbeds: noise (coefficient of variation)."),
     scenario: str | None = typer.Option(None, "--scenario", help="idle or busy host."),
+    duration: float | None = typer.Option(None, "--duration", help="Seconds per benchmark run (default 10)."),
     resume: int | None = typer.Option(None, "--resume", metavar="JOB_ID", help="Resume a stopped job."),
     db_url: str | None = DB_OPTION,
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document at the end."),
@@ -75,7 +76,7 @@ def optimize(
                                     field="objective", allowed="one objective")
         spec = JobSpec(objectives=objective, testbed=testbed, workload=workload, space=space, engine=engine,
                        engine_params=_parse_params(param), constraints=constraint, budget=budget,
-                       repeats=repeats, seed=seed, noise=noise, scenario=scenario)
+                       repeats=repeats, seed=seed, noise=noise, scenario=scenario, duration_s=duration)
         if testbed == DEFAULT_TESTBED and not json_out:
             console.print(f"testbed: {DEFAULT_TESTBED} (default; {SIM_NOTE}). "
                           "Use --testbed for a real pair.")
@@ -134,7 +135,7 @@ def _run(dbe: Any, job_id: int, info: dict[str, Any], quiet: bool) -> Any:
         if live is not None:
             live.update(view())
 
-    runner = JobRunner(dbe, on_trial=on_trial, stop=stop)
+    runner = JobRunner(dbe, on_trial=on_trial, stop=stop, on_notice=lambda text: err_console.print(text))
     try:
         if live is not None:
             with live:

@@ -90,3 +90,47 @@ def validate(path: Path = typer.Argument(..., help="YAML file of a search space.
         f"{f'{size:,}' if size is not None else 'continuous'} configurations, "
         f"profiles: {', '.join(space.profile_names())}"
     )
+
+
+@app.command("probe")
+def probe(
+    testbed: str = typer.Option(..., "--testbed", "-t", help="veth[:NAME] or a pair YAML file."),
+    space: str | None = typer.Option(None, "--space", help="Space to fit (default: the testbed's)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write the fitted space here (YAML)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Which knobs the testbed's hosts support; write a space fitted to them.
+
+    Unsupported knobs are left out (with the reason); the others start from the receiver's
+    current values, so the fitted space's default configuration is this host as it is.
+    Nothing on the hosts is changed.
+    """
+    from nictune.measure.probe_space import probe_space
+    from nictune.measure.registry import open_testbed
+
+    if testbed.startswith("sim:"):
+        raise InvalidInputError("a simulated testbed has every knob of its space; probe a real one",
+                                field="testbed", allowed="veth[:NAME] or a pair YAML file")
+    with open_testbed(testbed) as bed:
+        sp = load_space(space or bed.default_space())
+        ensure = getattr(bed, "ensure_up", None)
+        if ensure is not None:
+            ensure()
+        definition, results = probe_space(sp, bed.endpoints())  # type: ignore[attr-defined]
+    if out is not None:
+        header = f"# {definition['name']}: {sp.name} fitted to {testbed} by nictune spaces probe\n"
+        left = [r for r in results if not r.supported]
+        header += "".join(f"# left out {r.knob}: {r.reason}\n" for r in left)
+        out.write_text(header + yaml.safe_dump(definition, sort_keys=False, allow_unicode=True))
+    if json_out:
+        print_json([r.__dict__ for r in results])
+        return
+    table = Table(title=f"{sp.name} on {testbed}")
+    for col in ("knob", "supported", "current value / reason"):
+        table.add_column(col, overflow="fold")
+    for r in results:
+        table.add_row(r.knob, "yes" if r.supported else "[red]no[/]",
+                      str(r.current) if r.supported else r.reason)
+    console.print(table)
+    if out is not None:
+        console.print(f"wrote {out}: use it with --space {out}")

@@ -179,9 +179,11 @@ class JobRunner:
         *,
         on_trial: Callable[[TrialEvent], None] | None = None,
         stop: threading.Event | None = None,
+        on_notice: Callable[[str], None] | None = None,
     ):
         self.dbe = dbe
         self.on_trial = on_trial
+        self.on_notice = on_notice
         self.stop = stop or threading.Event()
 
     def prepare(self, job_id: int) -> Prepared:
@@ -195,6 +197,9 @@ class JobRunner:
             engine = make_engine(job.engine, space, seed=job.seed, params=dict(job.engine_params),
                                  start=_start_configs(space))
         testbed = open_testbed(testbed_name, noise=_noise_of(fingerprint))
+        for notice in testbed.notices:
+            if self.on_notice:
+                self.on_notice(notice)
         if testbed.fingerprint() != fingerprint:
             testbed.close()
             raise JobError(

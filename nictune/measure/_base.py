@@ -90,6 +90,8 @@ class Testbed(ABC):
     name: str
     kind: str
     simulated: bool = False
+    #: Things the user should be told about the testbed (e.g. settings restored from a crash).
+    notices: tuple[str, ...] = ()
 
     @abstractmethod
     def fingerprint(self) -> dict[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nictune.errors import UnknownNameError
+from nictune.errors import RestoreError, UnknownNameError
 from nictune.measure._base import Testbed
 from nictune.measure.sim import DEFAULT_NOISE, PROFILES, SimTestbed
 
@@ -31,12 +31,35 @@ def open_testbed(name: str, *, noise: float | None = None) -> Testbed:
         if name not in PROFILES:
             raise UnknownNameError("testbed", name, known_testbeds())
         return SimTestbed(PROFILES[name], DEFAULT_NOISE if noise is None else noise)
+    bed: Testbed
     if name == "veth" or name.startswith("veth:"):
         from nictune.measure.veth import VethTestbed
 
-        return VethTestbed(name.partition(":")[2] or "nt0")
-    if name.endswith((".yaml", ".yml")) and Path(name).is_file():
+        bed = VethTestbed(name.partition(":")[2] or "nt0")
+    elif name.endswith((".yaml", ".yml")) and Path(name).is_file():
         from nictune.measure.pair_file import SshPairTestbed, load_pair
 
-        return SshPairTestbed(load_pair(name))
-    raise UnknownNameError("testbed", name, known_testbeds())
+        bed = SshPairTestbed(load_pair(name))
+    else:
+        raise UnknownNameError("testbed", name, known_testbeds())
+    bed.notices = tuple(recover(bed.name))
+    return bed
+
+
+def recover(testbed: str) -> list[str]:
+    """Restore settings that a crashed run left on ``testbed`` (its apply journal), and say so.
+
+    Raises:
+        RestoreError: the journal could not be replayed; the host needs attention.
+    """
+    from nictune.measure.journal import replay_journal
+
+    messages = []
+    for report in replay_journal(testbed=testbed):
+        if report.skipped:
+            raise RestoreError(f"{testbed}: a trial is still running there ({report.skipped})")
+        if report.errors:
+            raise RestoreError(f"{testbed}: could not restore what a crashed run left: {'; '.join(report.errors)}")
+        if report.restored:
+            messages.append(f"restored settings a crashed run left on {testbed}: " + "; ".join(report.restored))
+    return messages

@@ -1,0 +1,81 @@
+"""Which applier writes each :class:`~nictune.search_spaces.Family` on a real host."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from nictune.errors import InvalidInputError
+from nictune.measure.appliers._base import Applier
+from nictune.measure.appliers.ethtool import (
+    EthtoolChannelsApplier,
+    EthtoolCoalesceApplier,
+    EthtoolFeaturesApplier,
+    EthtoolPauseApplier,
+    EthtoolRingsApplier,
+)
+from nictune.measure.appliers.files import CpuGovernorApplier, IrqAffinityApplier, SysfsApplier
+from nictune.measure.appliers.ip_link import IpLinkApplier
+from nictune.measure.appliers.qdisc import PlacementApplier, QdiscApplier
+from nictune.measure.appliers.sysctl import SysctlApplier
+from nictune.measure.validation import check_device
+from nictune.search_spaces._base import Family, Setting
+
+#: Family -> the applier for it. Families missing here (module parameters, PF_RING, the
+#: simulator's platform properties) cannot be set on a running host by nictune.
+APPLIERS: dict[Family, Applier] = {
+    a.family: a
+    for a in (
+        SysctlApplier(),
+        IpLinkApplier(),
+        EthtoolFeaturesApplier(),
+        EthtoolRingsApplier(),
+        EthtoolCoalesceApplier(),
+        EthtoolPauseApplier(),
+        EthtoolChannelsApplier(),
+        SysfsApplier(),
+        IrqAffinityApplier(),
+        CpuGovernorApplier(),
+        QdiscApplier(),
+        PlacementApplier(),
+    )
+}
+
+#: Why the families without an applier are not supported.
+UNSUPPORTED: dict[Family, str] = {
+    Family.MODULE_PARAM: "module parameters need a driver reload; nictune does not change them",
+    Family.PF_RING: "PF_RING is not part of the kernel; nictune has no applier for it",
+    Family.PLATFORM: "a property of the machine (simulator only), not a setting",
+}
+
+
+def applier_for(family: Family) -> Applier:
+    """The applier of ``family``.
+
+    Raises:
+        InvalidInputError: nictune cannot set this family on a real host.
+    """
+    try:
+        return APPLIERS[Family(family)]
+    except (KeyError, ValueError):
+        why = UNSUPPORTED.get(family, "unknown family")
+        raise InvalidInputError(
+            f"settings of family {family!s} cannot be applied to a real host: {why}",
+            field=str(family),
+            allowed=", ".join(f.value for f in APPLIERS),
+        ) from None
+
+
+def validate_settings(settings: Iterable[Setting]) -> list[Setting]:
+    """Check every setting's family, device, target and value; nothing touches a host.
+
+    Raises:
+        InvalidInputError: the first offending setting, naming its target and allowed form.
+    """
+    out = []
+    for s in settings:
+        applier = applier_for(s.family)
+        if s.device is not None:
+            check_device(s.device)
+        applier.normalize(s)
+        out.append(s)
+    return out

@@ -1,0 +1,189 @@
+"""Run one iperf3 benchmark between two hosts and turn its JSON into :data:`METRICS`.
+
+The receiver runs a one-off server (``iperf3 -s -1 -p PORT --idle-timeout N -J``), the
+sender the client; both can be pinned with ``taskset -c``. The run has a hard timeout
+(duration + warm-up + margin) after which both ends are killed. Counters are read on the
+receiver before and after (see :mod:`nictune.measure.counters`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from nictune.errors import HostCommandError, MeasurementError
+from nictune.measure._base import Sample, Workload
+from nictune.measure.counters import counter_delta, derive, read_counters
+from nictune.measure.hosts import Host, Process
+from nictune.measure.validation import check_cpu_list, check_device, check_int, check_token
+
+#: Seconds added to duration + warm-up before the run is declared hung.
+TIMEOUT_MARGIN_S = 10.0
+#: Seconds to wait for the server to listen.
+SERVER_START_S = 5.0
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """The two ends of a benchmark.
+
+    Attributes:
+        sender: host running the iperf3 client.
+        receiver: host running the server.
+        sender_device: data interface on the sender.
+        receiver_device: data interface on the receiver (its counters are read).
+        receiver_address: address the client connects to.
+        port: server port.
+    """
+
+    sender: Host
+    receiver: Host
+    sender_device: str
+    receiver_device: str
+    receiver_address: str
+    port: int = 5201
+
+    def __post_init__(self) -> None:
+        check_device(self.sender_device)
+        check_device(self.receiver_device)
+        check_token("receiver address", self.receiver_address)
+        check_int("port", self.port, 1024, 65535)
+
+
+def _pinned(argv: list[str], cpus: str | None) -> list[str]:
+    return ["taskset", "-c", check_cpu_list("cpus", cpus), *argv] if cpus else argv
+
+
+def server_argv(port: int, idle_timeout: int, cpus: str | None = None) -> list[str]:
+    """The one-off server command."""
+    argv = ["iperf3", "-s", "-1", "-p", str(port), "--idle-timeout", str(idle_timeout), "-J"]
+    return _pinned(argv, cpus)
+
+
+def client_argv(
+    workload: Workload, address: str, port: int, cpus: str | None = None
+) -> list[str]:
+    """The client command for ``workload``."""
+    check_int("streams", workload.streams, 1, 128)
+    argv = ["iperf3", "-c", check_token("address", address), "-p", str(port), "-J"]
+    argv += ["-t", f"{float(workload.duration_s):g}", "-O", f"{float(workload.omit_s):g}"]
+    if workload.protocol == "udp":
+        rate = workload.bitrate_gbps
+        argv += ["-u", "-b", str(int(rate * 1e9)) if rate else "0"]
+    if workload.length is not None:
+        argv += ["-l", str(check_int("length", workload.length, 1, 1 << 20))]
+    if workload.streams > 1:
+        argv += ["-P", str(workload.streams)]
+    return _pinned(argv, cpus)
+
+
+def parse_client_json(text: str, workload: Workload) -> tuple[dict[str, float], dict[str, Any]]:
+    """Metrics and a summary from the client's ``-J`` output.
+
+    Throughput is the receiver's (``end.sum_received``); for UDP loss comes from
+    ``end.sum.lost_percent``; TCP loss is retransmitted segments in percent of the
+    segments sent (bytes / MSS); CPU from ``end.cpu_utilization_percent``.
+
+    Raises:
+        MeasurementError: the output is not iperf3 JSON or reports an error.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise MeasurementError(f"iperf3 client printed no JSON: {text[:200]!r}") from exc
+    if data.get("error"):
+        raise MeasurementError(f"iperf3: {data['error']}")
+    try:
+        end = data["end"]
+        cpu = end.get("cpu_utilization_percent", {})
+        received = end.get("sum_received") or end["sum"]
+        seconds = float(received.get("seconds") or workload.duration_s)
+        metrics = {
+            "cpu_tx_pct": float(cpu.get("host_total", 0.0)),
+            "cpu_rx_pct": float(cpu.get("remote_total", 0.0)),
+        }
+        if workload.protocol == "udp":
+            udp = end["sum"]
+            lost = float(udp.get("lost_percent", 0.0))
+            packets = float(udp.get("packets", 0)) - float(udp.get("lost_packets", 0))
+            gbps = float(received["bits_per_second"]) / 1e9
+            if "sum_received" not in end:  # older iperf3: sum is the sender's count
+                gbps *= 1.0 - lost / 100.0
+            metrics |= {"throughput_gbps": gbps, "loss_pct": lost, "retransmits": 0.0}
+            metrics["packet_rate_mpps"] = packets / seconds / 1e6
+        else:
+            sent = end["sum_sent"]
+            retrans = float(sent.get("retransmits", 0))
+            mss = float(data.get("start", {}).get("tcp_mss_default") or 1448)
+            segments = max(float(sent.get("bytes", 0)) / mss, 1.0)
+            metrics |= {
+                "throughput_gbps": float(received["bits_per_second"]) / 1e9,
+                "retransmits": retrans,
+                "loss_pct": 100.0 * retrans / segments,
+            }
+        summary = {"received_bytes": float(received.get("bytes", 0)), "seconds": seconds}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MeasurementError(f"iperf3 JSON lacks {exc}") from exc
+    return metrics, summary
+
+
+def _wait_listening(receiver: Host, server: Process, port: int) -> None:
+    deadline = time.monotonic() + SERVER_START_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            res = server.wait(1.0)
+            raise MeasurementError(f"iperf3 server exited: {(res.stdout + res.stderr)[-300:]}")
+        out = receiver.run(["ss", "-Hltn", "sport", "=", f":{port}"], check=False, timeout=5)
+        if out.stdout.strip():
+            return
+        time.sleep(0.05)
+    raise MeasurementError(
+        f"iperf3 server on {receiver.name} not listening after {SERVER_START_S:g}s"
+    )
+
+
+def run_iperf3(
+    ends: Endpoints,
+    workload: Workload,
+    sender_cpus: str | None = None,
+    receiver_cpus: str | None = None,
+) -> Sample:
+    """One benchmark run; both ends are stopped whatever happens.
+
+    Raises:
+        MeasurementError: iperf3 failed, timed out or printed unusable output.
+    """
+    hard_timeout = float(workload.duration_s) + float(workload.omit_s) + TIMEOUT_MARGIN_S
+    idle = int(hard_timeout) + 5
+    before = read_counters(ends.receiver, ends.receiver_device)
+    t0, started = time.monotonic(), datetime.now(UTC)
+    server = ends.receiver.spawn(server_argv(ends.port, idle, receiver_cpus))
+    try:
+        _wait_listening(ends.receiver, server, ends.port)
+        argv = client_argv(workload, ends.receiver_address, ends.port, sender_cpus)
+        try:
+            client = ends.sender.run(argv, timeout=hard_timeout, check=False)
+        except HostCommandError as exc:
+            raise MeasurementError(
+                f"iperf3 did not finish within {hard_timeout:g}s: {exc}"
+            ) from exc
+        if client.returncode != 0 and not client.stdout.strip():
+            raise MeasurementError(f"iperf3 client failed: {client.stderr.strip()[-300:]}")
+        metrics, summary = parse_client_json(client.stdout, workload)
+        server.wait(5.0)
+    finally:
+        if server.poll() is None:
+            server.stop(grace=1.0)
+    elapsed = time.monotonic() - t0
+    after = read_counters(ends.receiver, ends.receiver_device)
+    delta = counter_delta(before, after)
+    derived = derive(delta, elapsed, summary["received_bytes"])
+    metrics["interrupts_per_s"] = derived["interrupts_per_s"]
+    metrics["interrupts_per_gb"] = derived["interrupts_per_gb"]
+    if workload.protocol == "tcp":
+        metrics["packet_rate_mpps"] = derived["rx_packets_per_s"] / 1e6
+    counters = {"delta": delta, "derived": derived, "iperf3": summary, "window_s": elapsed}
+    return Sample(metrics, started, datetime.now(UTC), counters)

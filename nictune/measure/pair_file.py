@@ -1,0 +1,294 @@
+"""A real sender/receiver pair described in a YAML file, and the testbed built on it.
+
+```yaml
+name: lab-40g                  # optional, defaults to the file name
+port: 5201                     # iperf3 port on the receiver
+sender:
+  host: ssh://root@10.0.0.1:22 # or "local", or "netns:NAME" (a namespace here)
+  key: ~/.ssh/nictune_ed25519  # private key (ssh hosts only)
+  known_hosts: ~/.ssh/known_hosts   # optional; host key checking stays on
+  interface: ens1f0            # data interface
+  address: 192.168.50.1        # its address on the data network
+receiver:
+  host: ssh://root@10.0.0.2
+  key: ~/.ssh/nictune_ed25519
+  interface: ens1f0
+  address: 192.168.50.2
+```
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nictune.errors import HostCommandError, InvalidInputError, MeasurementError
+from nictune.measure._base import Testbed, TrialResult, Workload
+from nictune.measure.fingerprint import host_fingerprint
+from nictune.measure.hosts import Host, LocalHost, NetnsHost, SshHost
+from nictune.measure.iperf3 import Endpoints
+from nictune.measure.journal import Journal
+from nictune.measure.transaction import Trial
+from nictune.measure.validation import check_device, check_int, check_token
+from nictune.search_spaces._base import Setting
+
+_SSH_URL = re.compile(
+    r"^ssh://(?P<user>[a-z_][a-z0-9_.-]{0,31})@"
+    r"(?P<host>[A-Za-z0-9_][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+\])(:(?P<port>\d{1,5}))?$"
+)
+_NETNS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_FIELDS = ("host", "interface", "address", "key", "known_hosts", "via_netns")
+#: Programs a pair host needs.
+TOOLS = ("iperf3", "ethtool", "ip", "tc", "taskset", "ping", "ss")
+#: Prints those of its arguments that are not installed (a constant script; the tool
+#: names are passed as arguments, never pasted into it).
+_MISSING = 'for t; do command -v "$t" >/dev/null 2>&1 || echo "$t"; done'
+
+
+
+def _bad(field: str, value: object, allowed: str) -> InvalidInputError:
+    return InvalidInputError(
+        f"pair file: {field} = {value!r} is not valid; allowed: {allowed}",
+        field=field,
+        allowed=allowed,
+    )
+
+
+@dataclass(frozen=True)
+class PairEnd:
+    """One side of a pair file.
+
+    Attributes:
+        host: ``local``, ``netns:NAME`` or ``ssh://user@host[:port]``.
+        interface: the data interface.
+        address: the interface's address on the data network.
+        key: SSH private key file.
+        known_hosts: SSH known_hosts file (the user's by default).
+        via_netns: run the ssh client inside this local namespace (a management network
+            kept in a namespace).
+    """
+
+    host: str
+    interface: str
+    address: str
+    key: str | None = None
+    known_hosts: str | None = None
+    via_netns: str | None = None
+
+    def connect(self) -> Host:
+        """A :class:`Host` for this side."""
+        if self.host == "local":
+            return LocalHost()
+        if self.host.startswith("netns:"):
+            return NetnsHost(self.host[len("netns:") :])
+        m = _SSH_URL.match(self.host)
+        assert m is not None  # checked by load_pair
+        return SshHost(
+            m.group("host").strip("[]"),
+            m.group("user"),
+            port=int(m.group("port") or 22),
+            key=self.key,
+            known_hosts=self.known_hosts,
+            client=NetnsHost(self.via_netns) if self.via_netns else None,
+        )
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """A validated pair file."""
+
+    name: str
+    port: int
+    sender: PairEnd
+    receiver: PairEnd
+    path: str = ""
+
+
+def _end(side: str, raw: object, base: Path) -> PairEnd:
+    if not isinstance(raw, dict):
+        raise _bad(side, raw, "a mapping with host, interface and address")
+    unknown = sorted(set(raw) - set(_FIELDS))
+    if unknown:
+        raise _bad(f"{side}.{unknown[0]}", raw[unknown[0]], "fields " + ", ".join(_FIELDS))
+    host = raw.get("host")
+    if not isinstance(host, str) or not (
+        host == "local"
+        or _SSH_URL.match(host)
+        or (host.startswith("netns:") and _NETNS.match(host[len("netns:") :]))
+    ):
+        raise _bad(f"{side}.host", host, "local, netns:NAME or ssh://user@host[:port]")
+    try:
+        interface = check_device(raw.get("interface"))
+    except InvalidInputError:
+        raise _bad(f"{side}.interface", raw.get("interface"), "an interface name") from None
+    address = raw.get("address")
+    if not isinstance(address, str) or not re.fullmatch(r"[0-9A-Fa-f.:]{2,45}", address):
+        raise _bad(f"{side}.address", address, "an IPv4 or IPv6 address")
+    files: dict[str, str | None] = {}
+    for key in ("key", "known_hosts"):
+        value = raw.get(key)
+        if value is not None:
+            if not isinstance(value, str) or not value or value.startswith("-"):
+                raise _bad(f"{side}.{key}", value, "a file path")
+            path = (base / Path(value).expanduser()).resolve()
+            if not path.is_file():
+                raise _bad(f"{side}.{key}", value, "an existing file")
+            value = str(path)
+        files[key] = value
+    if host.startswith("ssh://") and files["key"] is None:
+        raise _bad(f"{side}.key", None, "a private key file (required for ssh hosts)")
+    via = raw.get("via_netns")
+    if via is not None and (not isinstance(via, str) or not _NETNS.match(via)):
+        raise _bad(f"{side}.via_netns", via, "a namespace name")
+    return PairEnd(host, interface, address, files["key"], files["known_hosts"], via)
+
+
+def load_pair(path: str | Path) -> PairSpec:
+    """Read and validate a pair file.
+
+    Raises:
+        InvalidInputError: naming the first bad field (``receiver.interface`` ...).
+    """
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InvalidInputError(f"pair file {p}: {exc.strerror}", field="path") from exc
+    except yaml.YAMLError as exc:
+        raise InvalidInputError(f"pair file {p} is not valid YAML: {exc}", field="path") from exc
+    if not isinstance(data, dict):
+        raise _bad("(top level)", data, "a mapping with sender and receiver")
+    unknown = set(data) - {"name", "port", "sender", "receiver"}
+    if unknown:
+        raise _bad(sorted(unknown)[0], data[sorted(unknown)[0]], "name, port, sender, receiver")
+    name = data.get("name", p.stem)
+    try:
+        check_token("name", name)
+        port = check_int("port", data.get("port", 5201), 1024, 65535)
+    except InvalidInputError as exc:
+        raise _bad(str(exc.field), data.get(str(exc.field)), str(exc.allowed)) from None
+    base = p.parent.resolve()
+    return PairSpec(
+        str(name), port, _end("sender", data.get("sender"), base),
+        _end("receiver", data.get("receiver"), base), str(p),
+    )  # fmt: skip
+
+
+def _check_side(side: str, host: Host, end: PairEnd) -> list[str]:
+    problems = []
+    try:
+        if isinstance(host, SshHost):
+            host.open()
+        host.run(["true"], timeout=20)
+    except HostCommandError as exc:
+        return [f"{side}: not reachable: {exc}"]
+    missing = host.run(["sh", "-c", _MISSING, "sh", *TOOLS]).stdout.split()
+    if missing:
+        problems.append(f"{side}: missing programs: {', '.join(missing)}")
+    if host.run(["id", "-u"], check=False).stdout.strip() != "0":
+        problems.append(f"{side}: not root (writing sysctls and ethtool settings needs root)")
+    addrs = host.run(["ip", "-o", "addr", "show", "dev", end.interface], check=False)
+    if addrs.returncode != 0:
+        problems.append(f"{side}: interface {end.interface} does not exist")
+    elif f" {end.address}/" not in addrs.stdout:
+        problems.append(f"{side}: {end.interface} does not have address {end.address}")
+    return problems
+
+
+def check_pair(spec: PairSpec) -> dict[str, str]:
+    """Check reachability, tools, privileges and addresses; return the fingerprint.
+
+    Raises:
+        MeasurementError: listing every problem found.
+    """
+    sender, receiver = spec.sender.connect(), spec.receiver.connect()
+    try:
+        return _check_pair(spec, sender, receiver)
+    finally:
+        sender.close()
+        receiver.close()
+
+
+def _check_pair(spec: PairSpec, sender: Host, receiver: Host) -> dict[str, str]:
+    problems = _check_side("sender", sender, spec.sender)
+    problems += _check_side("receiver", receiver, spec.receiver)
+    if not problems:
+        ping = ["ping", "-n", "-q", "-c", "2", "-i", "0.2", "-W", "1", spec.receiver.address]
+        if sender.run(ping, timeout=10, check=False).returncode != 0:
+            problems.append(f"sender cannot ping receiver address {spec.receiver.address}")
+    if problems:
+        raise MeasurementError(f"pair {spec.name}: " + "; ".join(problems))
+    out: dict[str, str] = {}
+    for side, host, end in (("sender", sender, spec.sender), ("receiver", receiver, spec.receiver)):
+        for key, value in host_fingerprint(host, end.interface).items():
+            out[f"{side}.{key}"] = value
+    return out
+
+
+class SshPairTestbed(Testbed):
+    """Two real hosts from a pair file, measured with the same trial transaction as veth."""
+
+    kind = "ssh"
+    simulated = False
+
+    def __init__(self, spec: PairSpec, state_dir: Path | None = None) -> None:
+        self.spec = spec
+        self.name = spec.path or spec.name
+        self.journal = Journal(f"pair:{spec.name}", state_dir)
+        self._fingerprint: dict[str, str] | None = None
+        self._ends: Endpoints | None = None
+
+    def endpoints(self) -> Endpoints:
+        """Sender and receiver hosts (SSH connections opened once and kept until
+        :meth:`close`) and the data interfaces from the file."""
+        if self._ends is None:
+            sender, receiver = self.spec.sender.connect(), self.spec.receiver.connect()
+            for host in (sender, receiver):
+                if isinstance(host, SshHost):
+                    host.open()
+            self._ends = Endpoints(
+                sender=sender,
+                receiver=receiver,
+                sender_device=self.spec.sender.interface,
+                receiver_device=self.spec.receiver.interface,
+                receiver_address=self.spec.receiver.address,
+                port=self.spec.port,
+            )
+        return self._ends
+
+    def close(self) -> None:
+        """Close the SSH connections."""
+        if self._ends is not None:
+            self._ends.sender.close()
+            self._ends.receiver.close()
+            self._ends = None
+
+    def fingerprint(self) -> dict[str, str]:
+        """From :func:`check_pair` (checked once per testbed object)."""
+        if self._fingerprint is None:
+            self._fingerprint = check_pair(self.spec)
+        return dict(self._fingerprint)
+
+    def default_space(self) -> str:
+        """``linux-nic``: the generic space for a Linux host with a real NIC."""
+        return "linux-nic"
+
+    def measure(
+        self, settings: list[Setting], workload: Workload, repeats: int, seed: int
+    ) -> TrialResult:
+        """Run one trial (see :class:`~nictune.measure.transaction.Trial`)."""
+        return Trial(self.endpoints(), self.journal).run(settings, workload, repeats, seed)
+
+
+def describe_pair(spec: PairSpec) -> dict[str, Any]:
+    """Plain data for ``testbed show``."""
+    return {
+        "name": spec.name,
+        "port": spec.port,
+        "sender": vars(spec.sender),
+        "receiver": vars(spec.receiver),
+    }

@@ -1,0 +1,115 @@
+"""Fit a search space to a real testbed: drop what its hosts cannot do, start from what they have.
+
+``nictune spaces probe --testbed T`` runs :func:`probe_space`: every knob's settings are
+probed on both hosts (nothing is changed); a knob that a host does not support leaves the
+space with the reason; each remaining knob's default becomes the receiver's current value,
+so the space's default configuration is this untuned host.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from nictune.errors import NictuneError
+from nictune.measure.appliers import applier_for
+from nictune.measure.iperf3 import Endpoints
+from nictune.measure.probe import probe_settings
+from nictune.search_spaces import Knob, SearchSpace, Setting, Value
+
+
+@dataclass
+class KnobProbe:
+    """What the probe found for one knob."""
+
+    knob: str
+    supported: bool
+    reason: str
+    current: Value | None = None
+
+
+def _matches(setting: Setting, snapshot: dict[str, Any]) -> bool:
+    raw = snapshot.get(setting.target)
+    if raw is None:
+        return False
+    text = str(raw)
+    if setting.index is not None:
+        fields = text.split()
+        if setting.index >= len(fields):
+            return False
+        text = fields[setting.index]
+    want = setting.value
+    if isinstance(want, bool):
+        return text.lower() in (("on", "1", "true") if want else ("off", "0", "false"))
+    if isinstance(want, tuple):
+        return text.split() == [str(v) for v in want]
+    return text == str(want)
+
+
+def _current_value(knob: Knob, ends: Endpoints) -> Value | None:
+    """The knob value whose settings the receiver has now, if one can be told."""
+    host, device = ends.receiver, ends.receiver_device
+    probe_settings_for = knob.to_settings(knob.default)
+    if not probe_settings_for:
+        return None
+    snapshot: dict[str, Any] = {}
+    try:
+        for s in probe_settings_for:
+            snapshot.update(applier_for(s.family).snapshot(host, device, [s]))
+    except NictuneError:
+        return None
+    candidates = knob.values()
+    if candidates is not None:
+        for value in candidates:
+            if all(_matches(s, snapshot) for s in knob.to_settings(value)):
+                return value
+    # An integer knob (or a choice list without the host's value): read the one setting.
+    if len(probe_settings_for) == 1:
+        s = probe_settings_for[0]
+        raw = str(snapshot.get(s.target, ""))
+        if s.index is not None:
+            parts = raw.split()
+            raw = parts[s.index] if s.index < len(parts) else ""
+        try:
+            return knob.parse(raw)
+        except NictuneError:
+            if raw.lstrip("-").isdigit() and knob.kind == "choice":
+                return int(raw)
+    return None
+
+
+def probe_space(space: SearchSpace, ends: Endpoints) -> tuple[dict[str, Any], list[KnobProbe]]:
+    """A copy of ``space``'s definition fitted to the hosts of ``ends``, and what was found."""
+    results: list[KnobProbe] = []
+    definition = copy.deepcopy(space.definition)
+    knobs_def: dict[str, Any] = definition["knobs"]
+    dropped: set[str] = set()
+    for knob in space.knobs.values():
+        if knob.condition and knob.condition.knob in dropped:
+            dropped.add(knob.name)
+            results.append(KnobProbe(knob.name, False, f"depends on {knob.condition.knob}, which was left out"))
+            continue
+        settings = [s for v in (knob.values() or [knob.default]) for s in knob.to_settings(v)]
+        unique = list({(s.family, s.target): s for s in settings}.values())
+        rows = probe_settings(ends, unique)
+        bad = [r for r in rows if not r.supported]
+        if bad:
+            dropped.add(knob.name)
+            results.append(KnobProbe(knob.name, False, "; ".join(f"{r.target}: {r.reason}" for r in bad)))
+            continue
+        current = _current_value(knob, ends)
+        results.append(KnobProbe(knob.name, True, "", current))
+        if current is not None:
+            spec = knobs_def[knob.name]
+            if knob.kind == "choice" and current not in spec["choices"]:
+                spec["choices"] = sorted([*spec["choices"], current], key=lambda v: (str(type(v)), v))
+            spec["default"] = current
+    for name in dropped:
+        knobs_def.pop(name, None)
+    definition["constraints"] = [c.expression for c in space.constraints if not (c.names & dropped)]
+    definition["profiles"] = {
+        p: {k: v for k, v in vals.items() if k not in dropped} for p, vals in space.profiles.items()
+    }
+    definition["name"] = f"{space.name}-probed"
+    return definition, results

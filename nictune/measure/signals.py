@@ -1,0 +1,74 @@
+"""SIGINT/SIGTERM during a trial: interrupt the work, restore the hosts, then deliver again."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType, TracebackType
+from typing import Any
+
+#: Signals that interrupt a trial.
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class TrialInterrupted(BaseException):
+    """Raised inside a trial when SIGINT or SIGTERM arrives (a BaseException, like
+    KeyboardInterrupt, so ``except Exception`` in the work does not swallow it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+class SignalGuard:
+    """Context manager installing SIGINT/SIGTERM handlers for the duration of a trial.
+
+    While *armed* the first signal raises :class:`TrialInterrupted`; afterwards (or once
+    :meth:`defer` was called, i.e. during the restore) signals are only recorded.
+    :meth:`redeliver`, called after the handlers are back, sends the recorded signal again
+    so the caller's own handling (KeyboardInterrupt, termination) happens after the
+    hosts are clean. Outside the main thread handlers cannot be installed and the guard
+    does nothing.
+    """
+
+    def __init__(self) -> None:
+        self.armed = True
+        self.pending: int | None = None
+        self._old: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.pending is None:
+            self.pending = signum
+        if self.armed:
+            self.armed = False
+            raise TrialInterrupted(signum)
+
+    def defer(self) -> None:
+        """From now on only record signals."""
+        self.armed = False
+
+    def __enter__(self) -> SignalGuard:
+        if threading.current_thread() is threading.main_thread():
+            for sig in SIGNALS:
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+    def redeliver(self) -> bool:
+        """Send the recorded signal again to this process (after :meth:`__exit__`).
+
+        Returns:
+            whether a signal was pending and not ignored by the previous handler.
+        """
+        if self.pending is None or self._old.get(self.pending) is signal.SIG_IGN:
+            return False
+        signal.raise_signal(self.pending)
+        return True

@@ -1,0 +1,134 @@
+"""The real testbed as a user drives it: `nictune measure/optimize --testbed veth:NAME`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nictune.measure.hosts import LocalHost
+from nictune.measure.veth import VethPair
+from tests.measure.support import unique_name, wait_no_processes
+
+pytestmark = [pytest.mark.netns, pytest.mark.slow]
+
+RMEM_MAX = "/proc/sys/net/core/rmem_max"
+TCP_RMEM = "/proc/sys/net/ipv4/tcp_rmem"
+
+
+def nictune(*args: str, env: dict[str, str], **kw: object) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "nictune", *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)  # type: ignore[call-overload]
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[VethPair]:
+    p = VethPair(unique_name())
+    p.up()
+    try:
+        yield p
+    finally:
+        if p.exists():
+            p.down()
+
+
+@pytest.fixture
+def env(tmp_path: Path, state_dir: Path) -> dict[str, str]:
+    return {**os.environ, "NICTUNE_DB": f"sqlite:///{tmp_path}/h.db",
+            "NICTUNE_STATE_DIR": str(state_dir.parent)}
+
+
+def values(p: VethPair) -> dict[str, str]:
+    rx = p.receiver()
+    return {
+        "mtu": rx.read_file(f"/sys/class/net/{p.rx}/mtu").strip(),
+        "rmem_max": LocalHost().read_file(RMEM_MAX).strip(),
+        "tcp_rmem": " ".join(rx.read_file(TCP_RMEM).split()),
+    }
+
+
+def wait_for_iperf3(proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended early: {proc.stderr.read() if proc.stderr else ''}")
+        out = subprocess.run(["pgrep", "-x", "iperf3"], capture_output=True, text=True).stdout
+        if out.strip():
+            time.sleep(0.5)
+            return
+        time.sleep(0.1)
+    pytest.fail("no benchmark started")
+
+
+def test_next_start_restores_what_a_killed_worker_left(pair: VethPair, env: dict[str, str]) -> None:
+    """SIGKILL in the middle of a benchmark after MTU, a global and a per-namespace sysctl
+    were applied; the next `nictune measure` on that testbed restores all three first and
+    says so (asserted on the real values)."""
+    before = values(pair)
+    changed = ["--set", "mtu=9000", "--set", "rmem_max=16777216", "--set", "tcp_rmem_max=16777216"]
+    proc = nictune("measure", "--testbed", f"veth:{pair.name}", "--workload", "tcp", "--repeats", "1",
+                   "--duration", "30", *changed, env=env)
+    try:
+        wait_for_iperf3(proc)
+        during = values(pair)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert during == {"mtu": "9000", "rmem_max": "16777216", "tcp_rmem": before["tcp_rmem"].rsplit(" ", 1)[0]
+                      + " 16777216"}
+    assert not wait_no_processes(5)
+    assert values(pair) == during  # the crash left them behind
+    nxt = nictune("measure", "--testbed", f"veth:{pair.name}", "--workload", "tcp", "--repeats", "1",
+                  "--duration", "1", "--json", env=env)
+    _, err = nxt.communicate(timeout=120)
+    assert nxt.returncode == 0, err
+    assert f"restored settings a crashed run left on veth:{pair.name}" in err.replace("\n", " ")
+    assert values(pair) == before
+
+
+def test_sigterm_stops_an_optimize_cleanly(env: dict[str, str]) -> None:
+    """SIGTERM mid-trial: the hosts are restored, the pair the run created is removed, the job
+    ends interrupted and can be resumed."""
+    name = unique_name()
+    rmem_before = LocalHost().read_file(RMEM_MAX).strip()
+    proc = nictune("optimize", "--testbed", f"veth:{name}", "--workload", "udp-jumbo", "--objective",
+                   "throughput", "--budget", "5", "--repeats", "1", "--duration", "20", "--seed", "1",
+                   "--param", "population=4", "--param", "local=1", "--param", "elite=1", env=env)
+    try:
+        wait_for_iperf3(proc)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert "nictune optimize --resume 1" in err.replace("\n", " ")
+    assert not VethPair(name).exists()
+    assert LocalHost().read_file(RMEM_MAX).strip() == rmem_before
+    hist = subprocess.run([sys.executable, "-m", "nictune", "history", "--json"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert json.loads(hist.stdout)[0]["state"] == "interrupted"
+
+
+def test_short_optimize_on_veth_completes_and_finds_a_better_configuration(env: dict[str, str]) -> None:
+    name = unique_name()
+    res = subprocess.run(
+        [sys.executable, "-m", "nictune", "optimize", "--testbed", f"veth:{name}", "--workload", "udp-jumbo",
+         "--objective", "throughput", "--engine", "ofat", "--budget", "4", "--repeats", "1", "--duration", "1",
+         "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["simulated"] is False and out["trials"] == 4 and out["measured"] == 4
+    assert out["best"]["metrics"]["throughput_gbps"] > 0
+    assert not VethPair(name).exists()

@@ -1,0 +1,97 @@
+"""iperf3 between the namespaces of a veth pair, and the command lines and parsing behind it."""
+
+from __future__ import annotations
+
+import pytest
+
+from nictune.errors import MeasurementError
+from nictune.measure._base import METRICS, Workload
+from nictune.measure.busy import BusyLoad
+from nictune.measure.counters import counter_delta, derive, read_counters
+from nictune.measure.hosts import LocalHost
+from nictune.measure.iperf3 import (
+    Endpoints,
+    client_argv,
+    parse_client_json,
+    run_iperf3,
+    server_argv,
+)
+from nictune.measure.topology import online_cpus
+from nictune.measure.veth import VethPair
+from tests.measure.support import leftover_processes
+
+
+def ends_of(pair: VethPair, port: int = 5311) -> Endpoints:
+    return Endpoints(pair.sender(), pair.receiver(), pair.tx, pair.rx, pair.rx_address, port)
+
+
+@pytest.mark.netns
+def test_tcp_run_gives_sane_metrics(veth_pair: VethPair) -> None:
+    sample = run_iperf3(ends_of(veth_pair), Workload("tcp", "tcp", duration_s=2, omit_s=0))
+    m = sample.metrics
+    assert set(m) == set(METRICS)
+    assert 0.05 < m["throughput_gbps"] < 400
+    assert m["packet_rate_mpps"] > 0 and m["cpu_rx_pct"] > 0 and m["cpu_tx_pct"] > 0
+    assert m["retransmits"] >= 0 and 0 <= m["loss_pct"] < 100
+    # veth has no IRQs: the interrupt metrics are 0 by definition
+    assert m["interrupts_per_s"] == 0 and m["interrupts_per_gb"] == 0
+    delta = sample.counters["delta"]
+    assert delta["dev_rx_bytes"] >= sample.counters["iperf3"]["received_bytes"] > 0
+    assert sample.finished_at > sample.started_at
+    assert not leftover_processes()
+
+
+@pytest.mark.netns
+def test_udp_run_gives_sane_metrics(veth_pair: VethPair) -> None:
+    wl = Workload("udp", "udp", length=1400, bitrate_gbps=0.5, duration_s=2, omit_s=0)
+    sample = run_iperf3(ends_of(veth_pair), wl, sender_cpus="0", receiver_cpus="0")
+    m = sample.metrics
+    assert set(m) == set(METRICS)
+    assert 0.05 < m["throughput_gbps"] <= 0.55
+    # 0.5 Gbit/s of 1400-byte datagrams is about 0.045 Mpps
+    assert 0.02 < m["packet_rate_mpps"] < 0.05
+    assert 0 <= m["loss_pct"] <= 100 and m["retransmits"] == 0
+    derived = sample.counters["derived"]
+    assert 0 <= derived["udp_loss_pct_counters"] <= 100
+    assert sample.counters["delta"]["udp_in_datagrams"] > 0
+
+
+@pytest.mark.netns
+def test_busy_load_starts_and_always_stops(veth_pair: VethPair) -> None:
+    cpus = online_cpus(LocalHost())
+    with BusyLoad([veth_pair.sender(), veth_pair.receiver()], exclude=[0]) as load:
+        # both namespaces are one machine: one loop per CPU except 0, not two
+        assert len(load.processes) == len(cpus) - 1
+        assert all(p.poll() is None for p in load.processes)
+    assert not leftover_processes()
+
+
+@pytest.mark.netns
+def test_counters_on_the_receiver(veth_pair: VethPair) -> None:
+    rx = veth_pair.receiver()
+    before = read_counters(rx, veth_pair.rx)
+    veth_pair.sender().run(["ping", "-c", "3", "-i", "0.2", "-q", veth_pair.rx_address])
+    delta = counter_delta(before, read_counters(rx, veth_pair.rx))
+    assert delta["dev_rx_packets"] >= 3 and delta["irq_lines"] == 0
+    assert derive(delta, 1.0, 1e9)["interrupts_per_gb"] == 0
+
+
+def test_command_lines() -> None:
+    wl = Workload("u", "udp", streams=2, length=1472, bitrate_gbps=2.5, duration_s=3, omit_s=1)
+    assert client_argv(wl, "10.0.0.2", 5201, "2-3") == [
+        "taskset", "-c", "2-3", "iperf3", "-c", "10.0.0.2", "-p", "5201", "-J", "-t", "3",
+        "-O", "1", "-u", "-b", "2500000000", "-l", "1472", "-P", "2",
+    ]  # fmt: skip
+    assert server_argv(5201, 20) == [
+        "iperf3", "-s", "-1", "-p", "5201", "--idle-timeout", "20", "-J"
+    ]
+
+
+def test_parse_reports_iperf3_errors() -> None:
+    wl = Workload("t", "tcp")
+    with pytest.raises(MeasurementError, match="unable to connect"):
+        parse_client_json('{"start": {}, "end": {}, "error": "unable to connect"}', wl)
+    with pytest.raises(MeasurementError, match="no JSON"):
+        parse_client_json("iperf3: error", wl)
+    with pytest.raises(MeasurementError, match="lacks"):
+        parse_client_json('{"end": {}}', wl)

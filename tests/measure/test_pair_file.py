@@ -1,0 +1,116 @@
+"""Pair files: validation, checks and a real trial with the receiver reached over SSH."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nictune.errors import InvalidInputError, MeasurementError
+from nictune.measure._base import Workload
+from nictune.measure.hosts import SshHost
+from nictune.measure.pair_file import SshPairTestbed, check_pair, load_pair
+from nictune.measure.veth import VethPair
+from nictune.search_spaces._base import Family, Setting
+from tests.measure.support import SshServer, start_sshd
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "pair.yaml"
+    path.write_text(text)
+    return path
+
+
+GOOD = """
+name: lab
+port: 5401
+sender: {host: local, interface: eth0, address: 192.168.9.1}
+receiver: {host: netns:lab-rx, interface: eth1, address: 192.168.9.2}
+"""
+
+
+def test_load_a_valid_file(tmp_path: Path) -> None:
+    spec = load_pair(write(tmp_path, GOOD))
+    assert (spec.name, spec.port) == ("lab", 5401)
+    assert spec.sender.host == "local" and spec.receiver.interface == "eth1"
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("sender: {host: local, interface: eth0, address: 1.2.3.4}", "receiver"),
+        (GOOD.replace("port: 5401", "port: 80"), "port"),
+        (GOOD.replace("port: 5401", "port: '5401'"), "port"),
+        (GOOD.replace("interface: eth1", "interface: eth1-name-too-long"), "receiver.interface"),
+        (GOOD.replace("host: local", "host: ftp://x"), "sender.host"),
+        (GOOD.replace("host: local", "host: ssh://root@h"), "sender.key"),
+        (GOOD.replace("address: 192.168.9.2", "address: eleven"), "receiver.address"),
+        (GOOD + "extra: 1\n", "extra"),
+        (GOOD.replace("interface: eth0,", "interface: eth0, colour: red,"), "sender.colour"),
+        ("[1, 2]", "(top level)"),
+    ],
+)
+def test_errors_name_the_field(tmp_path: Path, text: str, field: str) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        load_pair(write(tmp_path, text))
+    assert err.value.field == field, str(err.value)
+
+
+def test_missing_key_file_is_reported(tmp_path: Path) -> None:
+    text = GOOD.replace("host: local,", "host: 'ssh://root@h:2200', key: nokey,")
+    with pytest.raises(InvalidInputError, match="existing file") as err:
+        load_pair(write(tmp_path, text))
+    assert err.value.field == "sender.key"
+
+
+@pytest.fixture
+def ssh_receiver(veth_pair: VethPair, tmp_path: Path) -> Iterator[SshServer]:
+    """A real sshd in the receiver namespace, listening on the pair's receiver address."""
+    yield from start_sshd(veth_pair.rx, veth_pair.rx_address, 2222, tmp_path / "sshd")
+
+
+@pytest.mark.netns
+def test_ssh_pair_check_and_trial(
+    veth_pair: VethPair, ssh_receiver: SshServer, tmp_path: Path
+) -> None:
+    text = f"""
+name: sshpair
+port: 5402
+sender: {{host: "netns:{veth_pair.tx}", interface: {veth_pair.tx}, address: {veth_pair.tx_address}}}
+receiver:
+  host: ssh://root@{veth_pair.rx_address}:2222
+  key: {ssh_receiver.key}
+  known_hosts: {ssh_receiver.known_hosts}
+  via_netns: {veth_pair.tx}
+  interface: {veth_pair.rx}
+  address: {veth_pair.rx_address}
+"""
+    spec = load_pair(write(tmp_path, text))
+    fingerprint = check_pair(spec)
+    assert fingerprint["receiver.driver"] == "veth" and fingerprint["sender.kernel"]
+    assert fingerprint["receiver.numa_node"] == "-1"
+
+    rx = veth_pair.receiver()
+    before = rx.read_file("/proc/sys/net/core/somaxconn")
+    with SshPairTestbed(spec) as tb:
+        result = tb.measure(
+            [Setting(Family.SYSCTL, "net.core.somaxconn", 2222)],
+            Workload("tcp", "tcp", duration_s=1, omit_s=0), 1, 0,
+        )  # fmt: skip
+        receiver = tb.endpoints().receiver
+        assert isinstance(receiver, SshHost) and receiver.multiplexed
+    assert result.samples[0].metrics["throughput_gbps"] > 0
+    assert rx.read_file("/proc/sys/net/core/somaxconn") == before
+
+
+@pytest.mark.netns
+def test_check_pair_lists_problems(veth_pair: VethPair, tmp_path: Path) -> None:
+    text = f"""
+sender: {{host: "netns:{veth_pair.tx}", interface: {veth_pair.tx}, address: 10.9.9.9}}
+receiver: {{host: "netns:{veth_pair.rx}", interface: nosuchdev, address: {veth_pair.rx_address}}}
+"""
+    with pytest.raises(MeasurementError) as err:
+        check_pair(load_pair(write(tmp_path, text)))
+    assert "does not have address 10.9.9.9" in str(err.value)
+    assert "nosuchdev does not exist" in str(err.value)

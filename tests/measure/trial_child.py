@@ -1,0 +1,23 @@
+"""Run one long veth trial in a child process, for the crash and signal tests.
+
+Usage: python -m tests.measure.trial_child PAIR PORT DURATION
+(``NICTUNE_STATE_DIR`` says where the journal goes.)
+"""
+
+from __future__ import annotations
+
+import sys
+
+from nictune.measure._base import Workload
+from nictune.measure.veth import VethTestbed
+from tests.measure.support import CRASH_SETTINGS
+
+
+def main() -> None:
+    name, port, duration = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    testbed = VethTestbed(name, port=port)
+    testbed.measure(CRASH_SETTINGS, Workload("tcp", "tcp", duration_s=duration, omit_s=0), 1, 0)
+
+
+if __name__ == "__main__":
+    main()
