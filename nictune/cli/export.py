@@ -1,0 +1,62 @@
+"""``nictune export``: the best (or a chosen) configuration of a job as TuneD, sysctl, script or JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from nictune.cli._common import SIM_NOTE, console, err_console
+from nictune.cli.dbopt import DB_OPTION, open_db
+from nictune.errors import InvalidInputError
+from nictune.export import FORMATS, load_source, render_json, render_sysctl, render_tuned, write_export
+
+_STDOUT = {"tuned": render_tuned, "sysctl": render_sysctl, "json": render_json}
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``export`` to ``app``."""
+    app.command("export")(export)
+
+
+def export(
+    job_id: int = typer.Argument(..., help="Job id (see nictune history)."),
+    fmt: str = typer.Option(..., "--format", "-f", metavar="FORMAT", help="tuned, sysctl, script or json."),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", metavar="PATH",
+        help="Where to write (a directory for tuned; '-' prints tuned.conf, sysctl or json). "
+             "Default: a name with the job id in the current directory."),
+    trial: int | None = typer.Option(None, "--trial", metavar="N", help="Export trial N instead of the best."),
+    db_url: str | None = DB_OPTION,
+) -> None:
+    """Export a measured configuration.
+
+    tuned: a TuneD profile directory; sysctl: a /etc/sysctl.d drop-in; script: an idempotent
+    shell script for the ip/ethtool settings and its rollback; json: the configuration and
+    its metrics.
+    """
+    if fmt not in FORMATS:
+        raise InvalidInputError(f"--format {fmt!r}: unknown export format", field="format",
+                                allowed=", ".join(FORMATS))
+    if trial is not None and trial < 0:
+        raise InvalidInputError(f"--trial {trial}: trial numbers start at 0", field="trial",
+                                allowed="an integer >= 0")
+    src = load_source(open_db(db_url), job_id, trial)
+    if out is not None and str(out) == "-":
+        if fmt not in _STDOUT:
+            raise InvalidInputError("--out -: the script format writes two files (script and rollback)",
+                                    field="out", allowed="a file path for --format script")
+        print(_STDOUT[fmt](src), end="")
+        if src.simulated:
+            err_console.print(f"({SIM_NOTE})")
+        return
+    written = write_export(src, fmt, out)
+    which = "best trial" if src.is_best else "trial"
+    console.print(f"job {src.job_id}, {which} {src.trial} ({src.config_hash[:12]}): {src.gain_text}")
+    for what, path in written.files.items():
+        console.print(f"  {what}: [bold]{path}[/]")
+    if src.simulated:
+        console.print(f"({SIM_NOTE}; measure on your hosts before relying on these settings)")
+
+
+__all__ = ["export", "register"]

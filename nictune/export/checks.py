@@ -1,0 +1,141 @@
+"""Per-family rules: which targets each family may name and the form of its values.
+
+:func:`checked` turns one setting value into the exact text an export writes, or raises
+:class:`~nictune.errors.InvalidInputError` naming the knob; every format goes through it,
+for the configuration's values and for the recorded values a rollback puts back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nictune.export import _safe
+from nictune.export.source import Item
+from nictune.search_spaces import Family
+
+#: ethtool targets -> the label ``ethtool -g/-l/-a`` prints for them.
+RINGS = {"rx": "RX", "rx-mini": "RX Mini", "rx-jumbo": "RX Jumbo", "tx": "TX"}
+CHANNELS = {"rx": "RX", "tx": "TX", "other": "Other", "combined": "Combined"}
+PAUSE = {"autoneg": "Autonegotiate", "rx": "RX", "tx": "TX"}
+COALESCE_SWITCHES = {"adaptive-rx": "Adaptive RX", "adaptive-tx": "Adaptive TX"}
+COALESCE_INTS = (
+    "rx-usecs", "rx-frames", "rx-usecs-irq", "rx-frames-irq",
+    "tx-usecs", "tx-frames", "tx-usecs-irq", "tx-frames-irq",
+    "stats-block-usecs", "sample-interval", "pkt-rate-low", "pkt-rate-high",
+    "rx-usecs-low", "rx-frames-low", "tx-usecs-low", "tx-frames-low",
+    "rx-usecs-high", "rx-frames-high", "tx-usecs-high", "tx-frames-high",
+)  # fmt: skip
+#: Short feature names ``ethtool -K`` takes -> the long names ``ethtool -k`` prints.
+FEATURES = {
+    "rx": "rx-checksumming", "tx": "tx-checksumming", "sg": "scatter-gather",
+    "tso": "tcp-segmentation-offload", "ufo": "udp-fragmentation-offload",
+    "gso": "generic-segmentation-offload", "gro": "generic-receive-offload",
+    "lro": "large-receive-offload", "rxvlan": "rx-vlan-offload", "txvlan": "tx-vlan-offload",
+    "ntuple": "ntuple-filters", "rxhash": "receive-hashing",
+}  # fmt: skip
+IP_LINK = {"mtu": (68, 65535), "txqueuelen": (0, 1_000_000)}
+
+#: Families that the script and the TuneD profile write; the others become comments.
+DEVICE_FAMILIES = (
+    Family.IP_LINK, Family.ETHTOOL_RINGS, Family.ETHTOOL_CHANNELS, Family.ETHTOOL_PAUSE,
+    Family.ETHTOOL_COALESCE, Family.ETHTOOL_FEATURES, Family.SYSFS, Family.QDISC,
+)  # fmt: skip
+
+_ETHTOOL_INT_MAX = 1 << 24
+
+
+def _what(item: Item) -> str:
+    return f"knob {item.knob!r} ({item.family.value} {item.target})"
+
+
+def target(item: Item) -> str:
+    """The item's target, checked for its family."""
+    what = _what(item)
+    fam = item.family
+    if fam is Family.SYSCTL:
+        return _safe.matching(what, item.target, _safe.SYSCTL_KEY_RE, "a sysctl key such as net.core.rmem_max")
+    if fam is Family.IP_LINK:
+        return _safe.one_of(what, item.target, list(IP_LINK))
+    if fam is Family.ETHTOOL_RINGS:
+        return _safe.one_of(what, item.target, list(RINGS))
+    if fam is Family.ETHTOOL_CHANNELS:
+        return _safe.one_of(what, item.target, list(CHANNELS))
+    if fam is Family.ETHTOOL_PAUSE:
+        return _safe.one_of(what, item.target, list(PAUSE))
+    if fam is Family.ETHTOOL_COALESCE:
+        return _safe.one_of(what, item.target, [*COALESCE_SWITCHES, *COALESCE_INTS])
+    if fam is Family.ETHTOOL_FEATURES:
+        return _safe.matching(what, item.target, _safe.FEATURE_RE, "an ethtool feature name such as gro")
+    if fam is Family.SYSFS:
+        return _safe.matching(what, item.target, _safe.SYSFS_RE, "a path under /sys/class/net/DEV/")
+    if fam is Family.CPU_GOVERNOR:
+        return _safe.one_of(what, item.target, ["scaling_governor", "governor"])
+    if fam is Family.QDISC:
+        return _safe.one_of(what, item.target, ["root"])
+    if fam is Family.MODULE_PARAM:
+        module, _, param = item.target.partition(".")
+        _safe.matching(what, module, _safe.MODULE_RE, "MODULE.PARAMETER")
+        _safe.matching(what, param, _safe.MODULE_RE, "MODULE.PARAMETER")
+        return item.target
+    return _safe.token(what, item.target)
+
+
+_OWN: Any = object()
+
+
+def checked(item: Item, value: Any = _OWN) -> str:
+    """``value`` (the item's own value by default) as the text written for the item's family.
+
+    Raises:
+        InvalidInputError: the target or the value is not acceptable.
+    """
+    v = item.value if value is _OWN else value
+    what = _what(item)
+    tgt = target(item)
+    fam = item.family
+    if fam is Family.SYSCTL:
+        if isinstance(v, tuple | list):
+            if not v or len(v) > 16:
+                raise _safe.refuse(what, v, "1 to 16 integers")
+            return " ".join(_safe.integer(what, x, -(2**63), 2**63 - 1) for x in v)
+        if isinstance(v, bool):
+            return "1" if v else "0"
+        if isinstance(v, str) and " " in v.strip():  # a whole multi-field line read from a host
+            return " ".join(_safe.integer(what, x, -(2**63), 2**63 - 1) for x in v.split())
+        return _safe.token(what, v)
+    if fam is Family.IP_LINK:
+        lo, hi = IP_LINK[tgt]
+        return _safe.integer(what, v, lo, hi)
+    if fam in (Family.ETHTOOL_RINGS, Family.ETHTOOL_CHANNELS):
+        return _safe.integer(what, v, 0, _ETHTOOL_INT_MAX)
+    if fam in (Family.ETHTOOL_PAUSE, Family.ETHTOOL_FEATURES):
+        return _safe.on_off(what, v)
+    if fam is Family.ETHTOOL_COALESCE:
+        if tgt in COALESCE_SWITCHES:
+            return _safe.on_off(what, v)
+        return _safe.integer(what, v, 0, _ETHTOOL_INT_MAX)
+    if fam is Family.MODULE_PARAM and isinstance(v, bool):
+        return "1" if v else "0"
+    return _safe.token(what, v)
+
+
+def device(item: Item) -> str | None:
+    """The item's own device (checked), or ``None`` for the data interface."""
+    if item.device is None:
+        return None
+    return _safe.device(f"knob {item.knob!r} device", item.device)
+
+
+__all__ = [
+    "CHANNELS",
+    "COALESCE_INTS",
+    "COALESCE_SWITCHES",
+    "DEVICE_FAMILIES",
+    "FEATURES",
+    "IP_LINK",
+    "PAUSE",
+    "RINGS",
+    "checked",
+    "device",
+    "target",
+]

@@ -1,0 +1,290 @@
+"""``build_report``: a job's figures as PNG files and one self-contained HTML page.
+
+The page embeds every figure as a base64 ``data:`` URI and carries its own CSS, so it
+opens from a file with no network; the PNGs are also written next to it for reuse.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+from sqlalchemy.engine import Engine as DbEngine
+
+from nictune import __version__
+from nictune.errors import InvalidInputError
+from nictune.measure._base import METRICS
+from nictune.report import figures
+from nictune.report.data import SIMULATED_NOTE, JobData, TrialData, gain, load_job
+from nictune.report.importance import Importance, knob_importance
+from nictune.report.ofat import ofat_rounds
+
+#: Rounds of a one-factor job that get a figure each (later rounds are usually short).
+MAX_OFAT_ROUNDS = 4
+
+
+@dataclass
+class Section:
+    """One figure of the report."""
+
+    name: str
+    title: str
+    caption: str
+    png: bytes
+
+
+@dataclass
+class Report:
+    """What :func:`build_report` wrote.
+
+    Attributes:
+        html: the HTML page.
+        figures: figure name -> PNG file.
+        notes: things the reader should know (figures left out and why).
+        simulated: the job ran on a simulated testbed (a model).
+    """
+
+    html: Path
+    figures: dict[str, Path] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    simulated: bool = False
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _num(value: float) -> str:
+    return figures.fmt(value)
+
+
+def _cell(trial: TrialData | None, name: str) -> str:
+    if trial is None or name not in trial.metrics:
+        return "-"
+    text = _num(trial.metrics[name])
+    sp = trial.spread.get(name)
+    if sp and sp.get("max") != sp.get("min"):
+        text += f" <span class=rng>[{_num(sp['min'])} .. {_num(sp['max'])}]</span>"
+    return text
+
+
+def _table(rows: list[tuple[str, str]]) -> str:
+    body = "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    return f"<table class=kv>{body}</table>"
+
+
+def _figures(job: JobData, importance: Importance, notes: list[str]) -> list[Section]:
+    sections: list[Section] = []
+    sim = " Simulated testbed: a model, not hardware." if job.simulated else ""
+
+    def add(name: str, title: str, caption: str, fig: Figure | None, why_not: str) -> None:
+        if fig is None:
+            notes.append(f"no {title.lower()} figure: {why_not}")
+            return
+        sections.append(Section(name, title, caption + sim, _png(fig)))
+
+    o = job.objective
+    add("convergence", "Convergence",
+        f"{o.label} of every completed trial (grey; crosses break a constraint), the best so far "
+        f"(red) and the default configuration's value (dashed).",
+        figures.convergence(job), "no completed trial")
+    add("default_vs_best", "Default vs best",
+        "Every metric of the default and the best configuration: mean over the repeats, "
+        "min..max as error bars, each repeat as a dot (log axis where the two differ by >1000x).",
+        figures.default_vs_best(job), "no completed trial")
+    if importance.scores:
+        add("importance", "Knob importance",
+            f"{importance.method}, {importance.trials} trials: the share of the variance of the "
+            f"{o.label} each knob explains. Computed from this job's trials, which the engine chose "
+            "unevenly: a knob the search settled early can look less important than it is.",
+            figures.importance_bars(job, importance), "")
+    else:
+        notes.append(f"no knob importance figure: {importance.reason}")
+    knobs = figures.effect_knobs(job, importance)
+    add("knob_effects", "Per-knob effect",
+        f"{o.label} of every trial against the value of "
+        + ("each important knob" if importance.scores else "each knob the best configuration changed")
+        + " (bar: median; diamond: default; star: best).",
+        figures.knob_effects(job, knobs), "no knob to show")
+    if len(job.goal.objectives) >= 2:
+        add("pareto", "Pareto front",
+            "Feasible trials on the first two objectives; the non-dominated ones are joined in red.",
+            figures.pareto(job), "no feasible trial")
+    if job.info.get("engine") == "ofat":
+        rounds = [r for r in ofat_rounds(job) if len(r.profiles) >= 2]
+        if not rounds:
+            notes.append("no one-factor profile figure: no round measured a center and a change of it")
+        for rnd in rounds[:MAX_OFAT_ROUNDS]:
+            add(f"ofat_profiles_round{rnd.index + 1}", f"One-factor profiles, round {rnd.index + 1}",
+                "As in the 40 GbE study: each profile is one one-factor change of the round's center "
+                f"(red); min, median and max over the repeats; loss on a log axis (0 drawn at "
+                f"{figures.LOSS_FLOOR:g} %).",
+                figures.ofat_profiles(job, rnd), "")
+        if len(rounds) > MAX_OFAT_ROUNDS:
+            notes.append(f"one-factor rounds after {MAX_OFAT_ROUNDS} are not drawn ({len(rounds)} rounds)")
+    return sections
+
+
+def _job_rows(job: JobData) -> list[tuple[str, str]]:
+    i = job.info
+    objectives = ", ".join(
+        f"{o.name} ({o.label}, {o.unit}, {'maximise' if o.direction == 'maximize' else 'minimise'})"
+        for o in job.goal.objectives)
+    testbed = _e(i["testbed"])
+    if job.simulated:
+        testbed += " <strong class=simtag>simulated (a model, not hardware)</strong>"
+    params = json.dumps(i.get("engine_params") or {}, sort_keys=True)
+    return [
+        ("job", _e(f"{i['job_id']} ({i['state']})")),
+        ("testbed", testbed),
+        ("workload", _e(i["workload"])),
+        ("search space", _e(i["space"])),
+        ("objective", _e(objectives)),
+        ("constraints", _e(", ".join(i["constraints"]) or "none")),
+        ("engine", _e(f"{i['engine']} {params}" if params != "{}" else i["engine"])),
+        ("budget", _e(f"{i['budget']} trials, {i['repeats']} repeats each, seed {i['seed']}")),
+        ("trials", _e(f"{i['trials']} ({i['measured']} measured, {i['cached']} from the cache, "
+                      f"{i['failed']} failed)")),
+        ("created / finished", _e(f"{i.get('created_at') or '-'} / {i.get('finished_at') or '-'}")),
+    ]
+
+
+def _best_html(job: JobData) -> str:
+    best, default = job.best, job.default
+    if best is None:
+        return "<p>No trial completed: nothing to report.</p>"
+    g = gain(job, best)
+    parts = [f"<p class=gain>{_e(g['text'])}</p>"]
+    if not best.feasible:
+        parts.append("<p class=warn>No trial met every constraint; this one breaks them the least.</p>")
+    parts.append(_table([
+        ("trial", _e(best.number)),
+        ("configuration", f"<code>{_e(best.config_hash)}</code>"),
+        (f"{job.objective.label} ({job.objective.unit})", _e(_num(g["value"]))),
+        ("meets the constraints", "yes" if best.feasible else "no"),
+    ]))
+    rows = "".join(
+        f"<tr><td>{_e(m)}</td><td>{_cell(default, m)}</td><td>{_cell(best, m)}</td></tr>"
+        for m in [*METRICS, *sorted(set(best.metrics) - set(METRICS))] if m in best.metrics)
+    dname = f"default (trial {default.number})" if default else "default (not measured)"
+    parts.append(f"<h3>Metrics: mean [min .. max] over the repeats</h3><table class=grid><tr><th>metric</th>"
+                 f"<th>{_e(dname)}</th><th>best (trial {best.number})</th></tr>{rows}</table>")
+    default_cfg = job.space.default().as_dict()
+    crow = []
+    for name, knob in job.space.knobs.items():
+        b, d = best.config.get(name), default_cfg.get(name)
+        changed = b != d
+        shown_b = "(inactive)" if name not in best.config else _e(b)
+        shown_d = "(inactive)" if name not in default_cfg else _e(d)
+        crow.append(f"<tr class={'chg' if changed else 'same'}><td>{_e(name)}</td><td>{shown_b}</td>"
+                    f"<td>{shown_d}</td><td>{_e(knob.unit)}</td><td>{_e(knob.family.value)}</td></tr>")
+    parts.append("<h3>Configuration (changed knobs highlighted)</h3><table class=grid><tr><th>knob</th>"
+                 "<th>best</th><th>default</th><th>unit</th><th>family</th></tr>" + "".join(crow) + "</table>")
+    return "".join(parts)
+
+
+def _importance_html(importance: Importance) -> str:
+    if not importance.scores:
+        return f"<p>Not computed: {_e(importance.reason)}.</p>"
+    rows = "".join(f"<tr><td>{_e(k)}</td><td>{v:.3f}</td></tr>" for k, v in importance.scores.items())
+    out = (f"<p>{_e(importance.method)}, over {importance.trials} trials.</p>"
+           f"<table class=grid><tr><th>knob</th><th>share</th></tr>{rows}</table>")
+    if importance.excluded:
+        items = "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in importance.excluded.items())
+        out += f"<p>Left out:</p><ul>{items}</ul>"
+    return out
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;
+color:#222;line-height:1.4}
+h1{margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
+.sim{background:#fff3cd;border:1px solid #e0b000;padding:.6em 1em;border-radius:4px}
+.simtag{color:#a00}.warn{color:#a00}.gain{font-size:1.1em;font-weight:600}
+table{border-collapse:collapse;margin:.5em 0}th,td{padding:.2em .7em;text-align:left;vertical-align:top}
+table.kv th{color:#555;font-weight:600}table.grid td,table.grid th{border:1px solid #ddd}
+tr.chg td{background:#fde2e2}.rng{color:#777;font-size:.85em}
+figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #eee}figcaption{color:#444;font-size:.9em}
+code{font-size:.85em}footer{margin-top:2em;color:#777;font-size:.85em}
+"""
+
+
+def render_html(job: JobData, sections: list[Section], importance: Importance, notes: list[str]) -> str:
+    """The report page (figures inline as ``data:`` URIs)."""
+    jid = job.job_id
+    sim = (f"<p class=sim><strong>Simulated testbed (a model, not hardware).</strong> {_e(job.info['testbed'])}: "
+           f"{_e(SIMULATED_NOTE)}. Measure on your hosts before relying on them.</p>") if job.simulated else ""
+    figs = "".join(
+        f"<figure id={_e(s.name)}><h3>{_e(s.title)}</h3><img alt={_e(repr(s.title))} "
+        f"src=\"data:image/png;base64,{base64.b64encode(s.png).decode('ascii')}\">"
+        f"<figcaption>{_e(s.caption)}</figcaption></figure>"
+        for s in sections)
+    note_html = "".join(f"<li>{_e(n)}</li>" for n in notes)
+    exports = "".join(f"<li><code>nictune export {jid} --format {f}</code></li>"
+                      for f in ("tuned", "sysctl", "script", "json"))
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    title = f"nictune report: job {jid}" + (" (simulated)" if job.simulated else "")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>{_e(title)}</title><style>{_CSS}</style></head>
+<body>
+<h1>{_e(title)}</h1>
+{sim}
+<h2>Job</h2>
+{_table(_job_rows(job))}
+<h2>Best configuration</h2>
+{_best_html(job)}
+<h2>Figures</h2>
+{figs or '<p>No figures: no trial completed.</p>'}
+<h2>Knob importance</h2>
+{_importance_html(importance)}
+<h2>Notes</h2>
+<ul>{note_html or '<li>none</li>'}</ul>
+<p>Apply the best configuration elsewhere:</p><ul>{exports}</ul>
+<footer>Generated by nictune {_e(__version__)} on {_e(when)}.</footer>
+</body></html>
+"""
+
+
+def build_report(dbe: DbEngine, job_id: int, out_dir: Path) -> Report:
+    """Write ``report.html`` and one PNG per figure of job ``job_id`` into ``out_dir``.
+
+    Raises:
+        NotFoundError: there is no such job.
+        InvalidInputError: ``out_dir`` cannot be created or written.
+        StorageError: the database failed.
+    """
+    job = load_job(dbe, job_id)
+    importance = knob_importance(job)
+    notes: list[str] = []
+    sections = _figures(job, importance, notes)
+    page = render_html(job, sections, importance, notes)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written: dict[str, Path] = {}
+        for s in sections:
+            path = out_dir / f"{s.name}.png"
+            path.write_bytes(s.png)
+            written[s.name] = path
+        html_path = out_dir / "report.html"
+        html_path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write the report to {out_dir}: {exc.strerror or exc}",
+                                field="out", allowed="a writable directory") from None
+    return Report(html=html_path, figures=written, notes=notes, simulated=job.simulated)
+
+
+__all__ = ["Report", "build_report", "render_html"]

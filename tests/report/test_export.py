@@ -1,0 +1,285 @@
+"""Exports of a measured configuration, parsed back the way their consumers read them."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nictune.errors import InvalidInputError
+from nictune.export import (
+    ExportSource,
+    load_source,
+    render_json,
+    render_scripts,
+    render_sysctl,
+    render_tuned,
+    write_export,
+)
+from nictune.jobs import JobRunner, JobSpec, create_job, job_report
+from nictune.search_spaces import Family, space_from_dict
+from tests.report.conftest import Jobs
+
+# The [net] options of TuneD's net plugin and the parameter names it accepts in each
+# (tuned/plugins/plugin_net.py: _get_config_options and _get_config_options_*).
+TUNED_NET_OPTIONS = {"devices", "type", "dynamic", "wake_on_lan", "nf_conntrack_hashsize", "features",
+                     "coalesce", "pause", "ring", "channels", "txqueuelen", "mtu"}
+TUNED_NET_PARAMS = {
+    "ring": {"rx", "rx-mini", "rx-jumbo", "tx"},
+    "channels": {"rx", "tx", "other", "combined"},
+    "pause": {"autoneg", "rx", "tx"},
+    "coalesce": {"adaptive-rx", "adaptive-tx", "rx-usecs", "rx-frames", "rx-usecs-irq", "rx-frames-irq",
+                 "tx-usecs", "tx-frames", "tx-usecs-irq", "tx-frames-irq", "stats-block-usecs",
+                 "pkt-rate-low", "rx-usecs-low", "rx-frames-low", "tx-usecs-low", "tx-frames-low",
+                 "pkt-rate-high", "rx-usecs-high", "rx-frames-high", "tx-usecs-high", "tx-frames-high",
+                 "sample-interval"},
+}
+
+
+def tuned_parse(path: Path) -> dict[str, dict[str, str]]:
+    """tuned.conf read as TuneD's profile loader reads it (tuned/profiles/loader.py)."""
+    parser = configparser.ConfigParser(delimiters=("="), inline_comment_prefixes=("#"), strict=False)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    with path.open() as f:
+        parser.read_file(f, str(path))
+    return {s: {o: parser.get(s, o, raw=True) for o in parser.options(s)} for s in parser.sections()}
+
+
+def tuned_pairs(value: str) -> dict[str, str]:
+    """A ring/coalesce/... value split the way the net plugin splits it (_parse_config_parameters)."""
+    words = re.sub(r"(:\s*)|(\s+)|(\s*;\s*)|(\s*,\s*)", " ", value).split()
+    assert len(words) % 2 == 0, value
+    return dict(zip(words[::2], words[1::2], strict=True))
+
+
+def sysctl_parse(text: str) -> dict[str, str]:
+    """A sysctl.d file as sysctl(8) reads it: '#'/';' comments, 'key = value'."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#;":
+            continue
+        key, sep, value = line.partition("=")
+        assert sep, line
+        out[key.strip()] = " ".join(value.split())
+    return out
+
+
+def expected_settings(src: ExportSource, family: Family) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in src.items():
+        if item.family is family:
+            v = item.value
+            out[item.target] = (" ".join(map(str, v)) if isinstance(v, tuple) else
+                                ("on" if v else "off") if isinstance(v, bool) and family is not Family.SYSCTL
+                                else str(int(v)) if isinstance(v, bool) else str(v))
+    return out
+
+
+@pytest.fixture(scope="module")
+def best(jobs: Jobs) -> ExportSource:
+    return load_source(jobs.engine, jobs.ga)
+
+
+def test_export_source_is_the_best_trial(jobs: Jobs, best: ExportSource) -> None:
+    info = job_report(jobs.engine, jobs.ga)
+    assert best.is_best and best.trial == info["best"]["number"]
+    assert best.config == info["best_config"]
+    assert best.gain["change_pct"] > 0 and best.gain["better"] is True
+    other = load_source(jobs.engine, jobs.ga, trial=0)
+    assert not other.is_best and other.trial == 0
+
+
+def test_tuned_profile_parses_as_tuned_reads_it(best: ExportSource, tmp_path: Path) -> None:
+    written = write_export(best, "tuned", tmp_path / "nictune-best")
+    conf = tuned_parse(written.files["tuned.conf"])
+    assert f"job {best.job_id}" in conf["main"]["summary"] and "simulated" in conf["main"]["summary"]
+    assert conf["sysctl"] == expected_settings(best, Family.SYSCTL)
+    net = conf["net"]
+    assert set(net) <= TUNED_NET_OPTIONS
+    assert net["devices"] == "eth0"  # never every NIC: the simulator has no data interface name
+    ip = expected_settings(best, Family.IP_LINK)
+    assert net["mtu"] == ip["mtu"] and net["txqueuelen"] == ip["txqueuelen"]
+    assert tuned_pairs(net["ring"]) == expected_settings(best, Family.ETHTOOL_RINGS)
+    assert tuned_pairs(net["pause"]) == expected_settings(best, Family.ETHTOOL_PAUSE)
+    assert tuned_pairs(net["coalesce"]) == expected_settings(best, Family.ETHTOOL_COALESCE)
+    for option, allowed in TUNED_NET_PARAMS.items():
+        if option in net:
+            assert set(tuned_pairs(net[option])) <= allowed, option
+    assert conf["cpu"] == {"governor": str(best.config["governor"])}
+    text = written.files["tuned.conf"].read_text()
+    assert "measured gain" in text and "SIMULATED" in text
+    assert "$" not in text
+
+
+def test_sysctl_drop_in_parses_back(best: ExportSource, tmp_path: Path) -> None:
+    written = write_export(best, "sysctl", tmp_path / "90-nictune.conf")
+    text = written.files["sysctl drop-in"].read_text()
+    assert sysctl_parse(text) == expected_settings(best, Family.SYSCTL)
+    assert sysctl_parse(text)["net.ipv4.tcp_rmem"] == "4096 87380 16777216"
+    assert text.startswith("# nictune export of job")
+
+
+def _single_field_source(snapshot: dict[str, Any] | None) -> ExportSource:
+    space = space_from_dict({"name": "one-field", "knobs": {
+        "tcp_rmem_max": {"type": "choice", "choices": [6291456, 16777216], "default": 6291456,
+                         "target": "net.ipv4.tcp_rmem[2]"}}})
+    return _source(space, {"tcp_rmem_max": 16777216}, snapshot=snapshot)
+
+
+def test_sysctl_field_knob_takes_the_other_fields_from_the_snapshot_or_linux() -> None:
+    snap = {"entries": [{"side": "receiver", "family": "sysctl", "device": "eth1",
+                         "snapshot": {"net.ipv4.tcp_rmem": "4096 87380 6291456"}}]}
+    assert sysctl_parse(render_sysctl(_single_field_source(snap))) == {"net.ipv4.tcp_rmem": "4096 87380 16777216"}
+    text = render_sysctl(_single_field_source(None))
+    assert sysctl_parse(text) == {"net.ipv4.tcp_rmem": "4096 131072 16777216"}
+    assert "Linux's defaults" in text
+
+
+def test_json_export(best: ExportSource, jobs: Jobs) -> None:
+    doc = json.loads(render_json(best))
+    info = job_report(jobs.engine, jobs.ga)
+    assert doc["job_id"] == jobs.ga and doc["trial"] == info["best"]["number"] and doc["best"] is True
+    assert doc["configuration"] == info["best_config"]
+    assert doc["testbed"] == {"name": "sim:benson-40g", "simulated": True, "note": doc["testbed"]["note"]}
+    assert doc["objective"]["name"] == "throughput" and doc["objective"]["unit"] == "Gbit/s"
+    for name, mean in info["best"]["metrics"].items():
+        assert doc["metrics"][name]["mean"] == pytest.approx(mean)
+        assert doc["metrics"][name]["min"] <= mean <= doc["metrics"][name]["max"]
+
+
+def test_scripts_are_valid_posix_shell(best: ExportSource, tmp_path: Path) -> None:
+    written = write_export(best, "script", tmp_path / "tune-apply.sh")
+    apply, back = written.files["apply script"], written.files["rollback script"]
+    assert back.name == "tune-rollback.sh"
+    for path in (apply, back):
+        assert path.stat().st_mode & 0o111
+        subprocess.run(["sh", "-n", str(path)], check=True)
+    text = apply.read_text()
+    assert "DEV=${DEV:-eth0}" in text  # a simulated testbed has no data interface name
+    assert "link_set \"$DEV\" mtu '9000'" in text
+    rollback = back.read_text()
+    assert "link_set \"$DEV\" mtu '1500'" in rollback
+    assert "search space's default of knob mtu" in rollback  # the simulator records no host values
+
+
+# --------------------------------------------------------------- hostile input
+
+def _source(space: Any, config: dict[str, Any], *, snapshot: dict[str, Any] | None = None,
+            testbed: str = "pair.yaml", device: str | None = None) -> ExportSource:
+    return ExportSource(
+        job_id=1, trial=0, is_best=True, testbed=testbed, simulated=False, workload="tcp",
+        objectives=["throughput"], constraints=[], engine="ga", space=space, config=config,
+        config_hash="0" * 64, metrics={"throughput_gbps": 1.0}, gain={"text": "gain"},
+        snapshot=snapshot, device=device)
+
+
+EVIL = ["$(id)", "1500; reboot", "`reboot`", "1500\nreboot", "x' ; reboot; '", "${IFS}reboot", "a b", ""]
+
+
+def _evil_space(knob: dict[str, Any]) -> Any:
+    return space_from_dict({"name": "evil", "knobs": {"k": knob}})
+
+
+@pytest.mark.parametrize("value", EVIL)
+def test_a_crafted_value_cannot_reach_a_script_or_profile(value: str, tmp_path: Path) -> None:
+    space = _evil_space({"type": "choice", "choices": ["1500", value], "default": "1500",
+                         "family": "ip_link", "target": "mtu"})
+    src = _source(space, {"k": value})
+    for render in (render_scripts, render_tuned):
+        with pytest.raises(InvalidInputError, match="cannot be exported"):
+            render(src)
+    with pytest.raises(InvalidInputError):
+        write_export(src, "script", tmp_path / "x.sh")
+    assert not list(tmp_path.iterdir())  # refused before anything was written
+
+
+@pytest.mark.parametrize("knob", [
+    {"type": "choice", "choices": ["fq", "$(id)"], "default": "fq", "family": "sysctl",
+     "target": "net.core.default_qdisc"},
+    {"type": "bool", "default": True, "family": "ethtool_features", "target": "gro;reboot"},
+    {"type": "bool", "default": True, "family": "ip_link", "target": "mtu$(id)"},
+    {"type": "int", "low": 1, "high": 9, "default": 1, "family": "ethtool_coalesce", "target": "rx-usecs",
+     "device": "eth0;id"},
+    {"type": "choice", "choices": ["a", "b"], "default": "a", "family": "ethtool_coalesce",
+     "settings": {"a": {"rx-usecs": "$(reboot)"}, "b": {"rx-usecs": 4}}},
+    {"type": "choice", "choices": ["a", "b"], "default": "a", "family": "sysfs",
+     "settings": {"a": {"../../../etc/passwd": 1}, "b": {"gro_flush_timeout": 4}}},
+    {"type": "choice", "choices": ["fq", "fq;reboot"], "default": "fq", "family": "qdisc", "target": "root"},
+])
+def test_crafted_targets_devices_and_values_are_refused(knob: dict[str, Any]) -> None:
+    space = _evil_space(knob)
+    value = knob.get("choices", [knob["default"]])[-1] if knob["type"] == "choice" and "settings" not in knob \
+        else knob["default"]
+    src = _source(space, {"k": value})
+    refused = 0
+    for render in (render_scripts, render_tuned, render_sysctl):
+        try:
+            out = render(src)
+        except InvalidInputError:
+            refused += 1
+            continue
+        texts = [out.apply, out.rollback] if hasattr(out, "apply") else [out]
+        for text in texts:  # what a renderer accepted (it does not write that family) stays in comments
+            for line in text.splitlines():
+                if any(bad in line for bad in ("$(id)", "reboot", "../", ";id")):
+                    assert line.startswith("#"), line
+    assert refused >= 1
+
+
+def test_a_crafted_snapshot_value_cannot_reach_the_rollback() -> None:
+    space = _evil_space({"type": "choice", "choices": [1500, 9000], "default": 1500,
+                         "family": "ip_link", "target": "mtu"})
+    snap = {"entries": [{"side": "receiver", "family": "ip_link", "device": "eth0",
+                         "snapshot": {"mtu": "1500$(reboot)"}}]}
+    with pytest.raises(InvalidInputError):
+        render_scripts(_source(space, {"k": 9000}, snapshot=snap))
+    with pytest.raises(InvalidInputError):
+        render_scripts(_source(space, {"k": 9000}, device="eth0;reboot"))
+
+
+def test_free_text_only_reaches_comments() -> None:
+    space = _evil_space({"type": "choice", "choices": [1500, 9000], "default": 1500,
+                         "family": "ip_link", "target": "mtu"})
+    src = _source(space, {"k": 9000}, testbed="pair\nreboot\r\n$(id)")
+    scripts = render_scripts(src)
+    for text in (scripts.apply, scripts.rollback, render_tuned(src), render_sysctl(src)):
+        for line in text.splitlines():
+            if line.startswith("summary="):  # TuneD shows it, never runs it; one line, no $ or #
+                assert "$" not in line and "#" not in line
+            elif "reboot" in line or "$(id)" in line:
+                assert line.startswith("#"), line
+
+
+# --------------------------------------------------------------- only sysctls
+
+ONLY_SYSCTL = {"name": "only-sysctl", "knobs": {
+    "rmem_max": {"type": "choice", "choices": [212992, 4194304, 67108864], "default": 212992,
+                 "target": "net.core.rmem_max"},
+    "netdev_max_backlog": {"type": "choice", "choices": [1000, 250000], "default": 1000,
+                           "target": "net.core.netdev_max_backlog"},
+}}
+
+
+def test_a_sysctl_only_space_gives_an_empty_but_valid_script(jobs: Jobs, tmp_path: Path) -> None:
+    job = create_job(jobs.engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g",
+                                          space=ONLY_SYSCTL, engine="random", budget=6, seed=1))
+    JobRunner(jobs.engine).run(job)
+    src = load_source(jobs.engine, job)
+    written = write_export(src, "script", tmp_path / "s.sh")
+    for path in written.files.values():
+        subprocess.run(["sh", "-n", str(path)], check=True)
+        res = subprocess.run(["sh", str(path)], env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                                                   "DEV": "nonexistent0"}, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        assert "nothing to" in res.stdout
+        body = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
+        assert not [line for line in body if re.match(r"(link|ethtool|sysfs|qdisc|governor)_set ", line)]
+    apply = written.files["apply script"].read_text()
+    assert "# sysctls are not set here" in apply and "net.core.rmem_max" in apply
+    assert sysctl_parse(render_sysctl(src)) == expected_settings(src, Family.SYSCTL)
