@@ -52,7 +52,7 @@ def _register_optional() -> None:
 
     for module, name in (("nictune.cli.optimize", None), ("nictune.cli.history", "history"),
                          ("nictune.cli.testbed", "testbed"), ("nictune.cli.report", None),
-                         ("nictune.cli.export", None), ("nictune.cli.serve", None),
+                         ("nictune.cli.export", None), ("nictune.cli.apply", None), ("nictune.cli.serve", None),
                          ("nictune.cli.token", "token"), ("nictune.cli.db", "db")):
         try:
             mod = importlib.import_module(module)

@@ -32,10 +32,14 @@ def up(name: str = typer.Option("nt0", "--name", "-n", help="Pair name: namespac
 @app.command("down")
 def down(name: str = typer.Option("nt0", "--name", "-n", help="Pair name.")) -> None:
     """Remove a local pair and restore what a crashed run left on it."""
+    from nictune.measure.keep import restore_kept
     from nictune.measure.veth import VethPair, check_pair_name
 
     for notice in recover(f"veth:{check_pair_name(name)}"):
         err_console.print(notice)
+    kept = restore_kept(f"veth:{name}")  # global sysctls outlive the namespaces: put them back
+    if kept is not None:
+        err_console.print(f"restored what nictune apply had kept on veth:{name}")
     pair = VethPair(name)
     if not pair.exists():
         raise InvalidInputError(f"there is no pair veth:{name}; see nictune testbed list", field="name")

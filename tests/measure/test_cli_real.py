@@ -132,3 +132,28 @@ def test_short_optimize_on_veth_completes_and_finds_a_better_configuration(env: 
     assert out["simulated"] is False and out["trials"] == 4 and out["measured"] == 4
     assert out["best"]["metrics"]["throughput_gbps"] > 0
     assert not VethPair(name).exists()
+
+
+def test_apply_keeps_a_configuration_and_restore_brings_the_old_values_back(
+    pair: VethPair, env: dict[str, str]
+) -> None:
+    before = values(pair)
+    run = subprocess.run(
+        [sys.executable, "-m", "nictune", "optimize", "--testbed", f"veth:{pair.name}", "--workload", "tcp",
+         "--objective", "throughput", "--engine", "random", "--budget", "2", "--repeats", "1", "--duration", "1",
+         "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    best = out["best"]["config"]
+    applied = subprocess.run([sys.executable, "-m", "nictune", "apply", str(out["job_id"]), "--testbed",
+                              f"veth:{pair.name}"], env=env, capture_output=True, text=True, timeout=120)
+    assert applied.returncode == 0, applied.stderr
+    kept = values(pair)
+    assert kept["mtu"] == str(best["mtu"]) and kept["rmem_max"] == str(best["rmem_max"])
+    again = subprocess.run([sys.executable, "-m", "nictune", "apply", str(out["job_id"]), "--testbed",
+                            f"veth:{pair.name}"], env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 2 and "already applied" in again.stderr
+    back = subprocess.run([sys.executable, "-m", "nictune", "restore", "--testbed", f"veth:{pair.name}"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert back.returncode == 0, back.stderr
+    assert values(pair) == before

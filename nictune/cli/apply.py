@@ -1,0 +1,88 @@
+"""``nictune apply`` and ``nictune restore``: put a found configuration on a testbed, and take it off."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from nictune.cli._common import console, err_console
+from nictune.cli.dbopt import DB_OPTION, open_db
+from nictune.errors import InvalidInputError, NotFoundError
+from nictune.jobs import job_report, trial_rows
+from nictune.measure.registry import open_testbed
+from nictune.search_spaces import space_from_dict
+
+
+def register(app: typer.Typer) -> None:
+    app.command("apply")(apply)
+    app.command("restore")(restore)
+
+
+def apply(
+    job_id: int = typer.Argument(..., help="Job whose configuration to apply."),
+    testbed: str = typer.Option(..., "--testbed", "-t", help="veth:NAME or a pair YAML file (a real testbed)."),
+    trial: int | None = typer.Option(None, "--trial", help="Apply this trial's configuration instead of the best."),
+    db_url: str | None = DB_OPTION,
+) -> None:
+    """Apply a job's best configuration (or --trial N) to a testbed and keep it.
+
+    The previous values are journaled: `nictune restore --testbed T` brings them back.
+    """
+    from nictune import db
+    from nictune.measure.keep import keep_settings
+
+    if testbed.startswith("sim:"):
+        raise InvalidInputError("a simulated testbed has no settings to apply; name a real testbed",
+                                field="testbed", allowed="veth:NAME or a pair YAML file")
+    dbe = open_db(db_url)
+    report = job_report(dbe, job_id)
+    if trial is None:
+        if not report.get("best"):
+            raise InvalidInputError(f"job {job_id} has no completed trial to apply", field="job_id")
+        config, number = report["best_config"], report["best"]["number"]
+    else:
+        with db.session_scope(dbe) as s:
+            rows = {r["number"]: r for r in trial_rows(db.job_trials(s, job_id))}
+        if trial not in rows:
+            raise NotFoundError(f"job {job_id} has no trial {trial}", field="trial",
+                                allowed=f"0..{max(rows) if rows else 0}")
+        config, number = json.loads(rows[trial]["config"]), trial
+    with db.session_scope(dbe) as s:
+        space = space_from_dict(dict(db.get_job(s, job_id).space_definition))
+    settings = space.settings(space.configuration(config, strict=False))
+    with open_testbed(testbed) as bed:
+        for notice in bed.notices:
+            err_console.print(notice)
+        pair = getattr(bed, "pair", None)
+        if pair is not None and not pair.exists():
+            raise InvalidInputError(f"{testbed} does not exist; create it with nictune testbed up --name "
+                                    f"{pair.name}", field="testbed")
+        lines = keep_settings(bed.endpoints(), settings, bed.name)  # type: ignore[attr-defined]
+        name = bed.name
+    console.print(f"applied job {job_id} trial {number} to {name} and kept it:")
+    for line in lines:
+        console.print(f"  {line}")
+    console.print(f"undo with: nictune restore --testbed {name}")
+
+
+def restore(
+    testbed: str = typer.Option(..., "--testbed", "-t", help="The testbed given to nictune apply."),
+) -> None:
+    """Bring back the values a `nictune apply` replaced on a testbed."""
+    from nictune.measure.keep import restore_kept
+
+    if testbed.endswith((".yaml", ".yml")):
+        with open_testbed(testbed) as bed:
+            name = bed.name
+    else:
+        name = "veth:nt0" if testbed == "veth" else testbed
+    report = restore_kept(name)
+    if report is None:
+        raise InvalidInputError(f"nothing applied on {name} to restore", field="testbed")
+    if not report.ok:
+        raise InvalidInputError(f"restore on {name} incomplete: {'; '.join(report.errors) or report.skipped}",
+                                field="testbed")
+    console.print(f"restored {name}:")
+    for line in report.restored:
+        console.print(f"  {line}")

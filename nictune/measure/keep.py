@@ -1,0 +1,71 @@
+"""Apply a configuration to a testbed and keep it (``nictune apply``), journaled for ``nictune restore``.
+
+The snapshot is written to a journal of its own (``<state dir>/applied``) before anything
+changes, so that ``nictune restore --testbed T`` can put the previous values back later,
+from another process or after a reboot of nictune. Trial journals (in ``<state dir>/journal``)
+are replayed automatically when a worker starts; a kept configuration is not: it stays until
+the user restores it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from nictune.errors import InvalidInputError, MeasurementError, NictuneError, RestoreError
+from nictune.measure.appliers import applier_for, validate_settings
+from nictune.measure.iperf3 import Endpoints
+from nictune.measure.journal import Journal, ReplayReport, replay_journal, state_dir
+from nictune.measure.transaction import Trial, check_reachable, plan
+from nictune.search_spaces._base import Family, Setting
+
+
+def applied_dir() -> Path:
+    """Where journals of kept configurations live."""
+    return state_dir().parent / "applied"
+
+
+def keep_settings(ends: Endpoints, settings: list[Setting], testbed: str) -> list[str]:
+    """Snapshot, journal, apply and verify ``settings`` on both hosts, and leave them applied.
+
+    Returns:
+        One line per applied step (side, family, device).
+
+    Raises:
+        InvalidInputError: a setting is not valid, or a configuration is already kept there.
+        MeasurementError: applying failed; what was applied has been restored.
+    """
+    journal = Journal(testbed, applied_dir())
+    if journal.exists():
+        raise InvalidInputError(
+            f"a configuration is already applied on {testbed}; undo it first with "
+            f"nictune restore --testbed {testbed}", field="testbed")
+    checked = validate_settings(settings)
+    steps = plan(checked, ends)
+    trial = Trial(ends, journal)
+    entries: list[dict[str, Any]] = []
+    trial._snapshot(steps, entries)
+    try:
+        for step in steps:
+            applier_for(step.family).apply(step.host, step.device, step.settings)
+        for step in steps:
+            applier_for(step.family).verify(step.host, step.device, step.settings)
+        mtu_changed = any(s.family is Family.IP_LINK and s.target == "mtu" for s in checked)
+        check_reachable(ends, mtu_changed)
+    except BaseException as exc:
+        problems = trial._restore(steps, entries)
+        if problems:
+            raise RestoreError(f"apply failed and the restore did too (journal kept at {journal.path}): "
+                               + "; ".join(problems)) from exc
+        journal.clear()
+        if isinstance(exc, NictuneError):
+            raise MeasurementError(f"apply failed, previous settings restored: {exc}") from exc
+        raise
+    return [f"{step.side} {step.family.value} {step.device}: "
+            + ", ".join(f"{s.target}={s.value}" for s in step.settings) for step in steps]
+
+
+def restore_kept(testbed: str) -> ReplayReport | None:
+    """Put back what :func:`keep_settings` replaced on ``testbed``; ``None`` if nothing is kept."""
+    reports = replay_journal(applied_dir(), testbed=testbed, force=True)
+    return reports[0] if reports else None
