@@ -6,15 +6,29 @@ Interfaces live in :mod:`nictune.measure._base`; the simulated testbed in
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from nictune.measure._base import METRICS, Sample, Testbed, TrialResult, Workload
-from nictune.measure.appliers import APPLIERS, Applier, ProbeResult, applier_for, validate_settings
-from nictune.measure.hosts import GLOBAL_SYSCTLS, Host, LocalHost, NetnsHost, SshHost
-from nictune.measure.iperf3 import Endpoints, run_iperf3
-from nictune.measure.journal import Journal, ReplayReport, replay_journal, state_dir
-from nictune.measure.pair_file import PairSpec, SshPairTestbed, check_pair, load_pair
-from nictune.measure.probe import ProbeRow, probe_settings
-from nictune.measure.transaction import Trial
-from nictune.measure.veth import VethPair, VethTestbed, list_pairs
+
+# The host-facing parts (subprocess, SSH, namespaces) load on first use, so that importing
+# the interfaces (as the optimizer does, for METRICS) stays free of process machinery.
+_LAZY = {
+    "APPLIERS": "appliers", "Applier": "appliers", "ProbeResult": "appliers", "applier_for": "appliers",
+    "validate_settings": "appliers", "GLOBAL_SYSCTLS": "hosts", "Host": "hosts", "LocalHost": "hosts",
+    "NetnsHost": "hosts", "SshHost": "hosts", "Endpoints": "iperf3", "run_iperf3": "iperf3",
+    "Journal": "journal", "ReplayReport": "journal", "replay_journal": "journal", "state_dir": "journal",
+    "PairSpec": "pair_file", "SshPairTestbed": "pair_file", "check_pair": "pair_file", "load_pair": "pair_file",
+    "ProbeRow": "probe", "probe_settings": "probe", "Trial": "transaction", "VethPair": "veth",
+    "VethTestbed": "veth", "list_pairs": "veth",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"nictune.measure.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'nictune.measure' has no attribute {name!r}")
+
 
 __all__ = [
     "APPLIERS",
