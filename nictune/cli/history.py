@@ -12,6 +12,7 @@ from rich.table import Table
 from nictune import db
 from nictune.cli._common import SIM_NOTE, console, fmt, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
+from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, history_best_remote, history_remote
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
 from nictune.optimizer import OBJECTIVES, Goal, get_objective
@@ -47,11 +48,18 @@ def jobs(
     state: str | None = typer.Option(None, "--state", help="Only jobs in this state."),
     limit: int = typer.Option(50, "--limit", min=1, max=10000, help="At most this many jobs."),
     db_url: str | None = DB_OPTION,
+    server: str | None = SERVER_OPTION,
+    token: str | None = TOKEN_OPTION,
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List past jobs, newest first (or run a sub-command: show, best, config)."""
     if ctx.invoked_subcommand is not None:
-        ctx.obj = {"db_url": db_url}
+        ctx.obj = {"db_url": db_url, "server": server, "token": token}
+        return
+    if server is not None:
+        history_remote(server, token, {"testbed": testbed, "workload": workload, "objective": objective,
+                                       "state": state, "limit": limit,
+                                       "created_after": parse_since(since)}, json_out)
         return
     if objective is not None:
         get_objective(objective)
@@ -132,10 +140,17 @@ def best(
     constraint: list[str] = typer.Option([], "--constraint", "-c", help="Only configurations meeting this."),
     top: int = typer.Option(5, "--top", min=1, max=1000, help="How many."),
     db_url: str | None = DB_OPTION,
+    server: str | None = SERVER_OPTION,
+    token: str | None = TOKEN_OPTION,
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """The best configurations ever measured on a testbed under a workload, across jobs."""
     goal = Goal.from_names([objective], constraint)
+    server = server or (ctx.obj or {}).get("server")
+    if server is not None:
+        history_best_remote(server, token or (ctx.obj or {}).get("token"), testbed, workload, objective,
+                            constraint, top, json_out)
+        return
     rows = best_configurations(_db(ctx, db_url), testbed, workload, goal, top)
     if json_out:
         print_json(rows)

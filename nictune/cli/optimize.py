@@ -13,6 +13,7 @@ from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, err_console, fmt, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
+from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
 from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_report
 from nictune.measure._base import METRICS
@@ -58,12 +59,27 @@ def optimize(
     duration: float | None = typer.Option(None, "--duration", help="Seconds per benchmark run (default 10)."),
     resume: int | None = typer.Option(None, "--resume", metavar="JOB_ID", help="Resume a stopped job."),
     db_url: str | None = DB_OPTION,
+    server: str | None = SERVER_OPTION,
+    token: str | None = TOKEN_OPTION,
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document at the end."),
 ) -> None:
     """Search for the configuration that best meets the objective, and remember every measurement.
 
-    Ctrl-C stops after the trial in flight; resume with --resume JOB_ID.
+    Ctrl-C stops after the trial in flight; resume with --resume JOB_ID. With --server the job
+    is submitted to a running nictune service and followed from here.
     """
+    if server is not None:
+        if resume is not None:
+            raise InvalidInputError("--resume is for local jobs; the service resumes its own jobs",
+                                    field="resume")
+        if not objective:
+            raise InvalidInputError("--objective is required", field="objective", allowed=", ".join(OBJECTIVES))
+        optimize_remote(server, token, {
+            "testbed": testbed, "objectives": objective, "workload": workload, "space": space, "engine": engine,
+            "engine_params": _parse_params(param), "constraints": constraint, "budget": budget,
+            "repeats": repeats, "seed": seed, "noise": noise, "scenario": scenario, "duration_s": duration,
+        }, json_out)
+        return
     dbe = open_db(db_url)
     if resume is None:
         if not objective:

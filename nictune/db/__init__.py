@@ -9,6 +9,7 @@ Typical use::
 
 from __future__ import annotations
 
+from nictune.db import auth  # noqa: F401 - registers the api_tokens table on Base.metadata
 from nictune.db._json import canonical_json, content_hash
 from nictune.db.migrate import alembic_config, current_revision, head_revision, upgrade
 from nictune.db.models import (

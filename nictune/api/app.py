@@ -1,0 +1,90 @@
+"""The application factory: ``create_app(settings)`` builds a FastAPI app; nothing runs at import.
+
+At start the app opens the database (running the Alembic migrations), starts its job
+runner and resumes the jobs it left unfinished; at stop it lets the trials in flight
+finish their restore, so the jobs resume at the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+
+from nictune import __version__
+from nictune.api import routers
+from nictune.api.cache import VersionedCache
+from nictune.api.dashboard import dashboard_router, export_router
+from nictune.api.database import read_engine
+from nictune.api.errors import install_error_handlers
+from nictune.api.limits import BodySizeLimit
+from nictune.api.manager import JobManager
+from nictune.api.metrics import make_registry
+from nictune.api.notifier import Notifier
+from nictune.api.settings import ApiSettings
+from nictune.db import open_database
+
+log = logging.getLogger("nictune.api")
+
+DESCRIPTION = """\
+Submit, follow and query nictune optimization jobs.
+
+Every endpoint but `/healthz` needs `Authorization: Bearer <token>`; tokens come from
+`nictune token create --role read|submit --name NAME`. Mutating endpoints need role
+`submit`. Errors share one body (`error`, `message`, `field`, `allowed`, `problems`).
+
+Figures from `sim:*` testbeds come from a model, not from hardware: such responses carry
+`"simulated": true`.
+"""
+
+
+def create_app(settings: ApiSettings | None = None) -> FastAPI:
+    """Build the REST service.
+
+    Args:
+        settings: how to run; read from the environment when ``None``.
+
+    Returns:
+        The FastAPI application. Its database is opened (and migrated) when it starts.
+    """
+    settings = settings or ApiSettings()
+    notifier = Notifier()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        notifier.bind(asyncio.get_running_loop())
+        dbe = await run_in_threadpool(open_database, settings.database_url())
+        reader = read_engine(settings.database_url())
+        manager = JobManager(dbe, settings, notifier)
+        app.state.db = reader  # every endpoint reads; writes go through the manager
+        app.state.manager = manager
+        app.state.registry = make_registry(reader, manager)
+        if settings.resume_jobs:
+            await run_in_threadpool(manager.resume_unfinished)
+        try:
+            yield
+        finally:
+            await run_in_threadpool(manager.shutdown)
+            reader.dispose()
+            dbe.dispose()
+
+    app = FastAPI(title="nictune", version=__version__, description=DESCRIPTION, lifespan=lifespan,
+                  openapi_tags=[{"name": "jobs", "description": "Submit and follow optimization jobs."},
+                                {"name": "history", "description": "Everything ever measured."},
+                                {"name": "catalog", "description": "Search spaces and testbeds."},
+                                {"name": "service", "description": "Health and metrics."}])
+    app.state.settings = settings
+    app.state.notifier = notifier
+    app.state.cache = VersionedCache()
+    install_error_handlers(app)
+    for module in (routers.jobs, routers.events, routers.history, routers.configurations, routers.spaces,
+                   routers.testbeds, routers.health, routers.metrics):
+        app.include_router(module.router)
+    app.include_router(export_router())
+    app.include_router(dashboard_router())
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    return app

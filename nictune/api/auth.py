@@ -1,0 +1,61 @@
+"""Bearer-token authentication and the two roles (``read``, ``submit``).
+
+Every endpoint but ``/healthz`` depends on :func:`require_read` or :func:`require_submit`.
+Tokens are created with ``nictune token create``; the database keeps only their hash.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.engine import Engine as DbEngine
+
+from nictune.api.deps import get_db
+from nictune.api.errors import ApiError
+from nictune.db import session_scope
+from nictune.db.auth import Role, TokenInfo, verify_token
+
+_bearer = HTTPBearer(auto_error=False, description="A token from `nictune token create --role read|submit`.")
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="nictune"'}
+
+
+def _authenticate(request: Request, credentials: HTTPAuthorizationCredentials | None, dbe: DbEngine,
+                  needed: Role) -> TokenInfo:
+    if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
+        raise ApiError(401, "this endpoint needs a bearer token: send 'Authorization: Bearer <token>' "
+                            "(create one with: nictune token create --role read --name NAME)",
+                       field="Authorization", allowed="Bearer <token>", headers=_CHALLENGE)
+    with session_scope(dbe) as s:
+        token = verify_token(s, credentials.credentials)
+    if token is None:
+        raise ApiError(401, "the bearer token is unknown or revoked", field="Authorization",
+                       headers={"WWW-Authenticate": 'Bearer realm="nictune", error="invalid_token"'})
+    if not token.role.allows(needed):
+        raise ApiError(403, f"token {token.name!r} has role {token.role.value!r}; "
+                            f"{request.method} {request.url.path} needs role {needed.value!r}",
+                       field="role", allowed=needed.value)
+    return token
+
+
+def require_read(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    dbe: Annotated[DbEngine, Depends(get_db)],
+) -> TokenInfo:
+    """Any valid token."""
+    return _authenticate(request, credentials, dbe, Role.READ)
+
+
+def require_submit(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    dbe: Annotated[DbEngine, Depends(get_db)],
+) -> TokenInfo:
+    """A token with role ``submit``."""
+    return _authenticate(request, credentials, dbe, Role.SUBMIT)
+
+
+ReadToken = Annotated[TokenInfo, Depends(require_read)]
+SubmitToken = Annotated[TokenInfo, Depends(require_submit)]

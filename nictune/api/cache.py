@@ -1,0 +1,88 @@
+"""A per-process cache of values computed from the history, valid for one version of the data.
+
+Averaging every measurement of a context and ranking the configurations for
+``GET /v1/history/best`` is the service's most expensive work (a few hundred
+milliseconds for 150,000 measurements); sorting a finished job's trials by a metric is
+the next. Each entry is stored with the version of the data it was computed from and is
+reused only while the caller still sees that version:
+
+* the history: the newest measurement id (:func:`data_version`). Measurements are only
+  ever added, each trial's rows in the transaction that completes it, so the id changes
+  exactly when results arrive;
+* a finished job's trials: the job's end time (they never change afterwards).
+
+Rows disappear only when jobs are deleted, so entries also expire after ``MAX_AGE_S``.
+Concurrent misses of one key compute once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from nictune.db import Measurement
+
+MAX_AGE_S = 10.0
+MAX_ENTRIES = 64
+
+T = TypeVar("T")
+
+
+@dataclass
+class _Entry:
+    version: int
+    stored_at: float
+    value: Any
+
+
+def data_version(s: Session) -> int:
+    """The id of the newest measurement (0 for none): changes whenever results are added."""
+    return int(s.scalar(select(func.max(Measurement.id))) or 0)
+
+
+class VersionedCache:
+    """Values computed from the history, kept while :func:`data_version` is unchanged."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self._key_locks: dict[Hashable, threading.Lock] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def _fresh(self, key: Hashable, version: int) -> _Entry | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.version != version or time.monotonic() - entry.stored_at > MAX_AGE_S:
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry
+
+    def get(self, key: Hashable, version: int, compute: Callable[[], T]) -> T:
+        """The value of ``key`` at ``version``, computed (once, whatever the concurrency) on a miss."""
+        entry = self._fresh(key, version)
+        if entry is not None:
+            return entry.value
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            entry = self._fresh(key, version)  # computed by another request meanwhile
+            if entry is not None:
+                return entry.value
+            value = compute()
+            with self._lock:
+                self.misses += 1
+                self._entries[key] = _Entry(version, time.monotonic(), value)
+                self._entries.move_to_end(key)
+                while len(self._entries) > MAX_ENTRIES:
+                    old, _ = self._entries.popitem(last=False)
+                    self._key_locks.pop(old, None)
+            return value

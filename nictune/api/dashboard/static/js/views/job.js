@@ -1,0 +1,464 @@
+// #/jobs/ID: one job, live. State and progress (from the event stream), the convergence chart,
+// the sortable trials table, default vs best, and the export downloads.
+
+import {ApiError, allItems, api, download, explain, followEvents} from "../api.js";
+import {drawConvergence} from "../chart.js";
+import {duration, fill, h, num, s, shortHash, simBadge, stateBadge, testbedLabel, val, when} from "../dom.js";
+import {better, directionText, objectiveNamed, objectiveValue, scoreOf} from "../goal.js";
+import {meta} from "../meta.js";
+import {SortableTable} from "../table.js";
+
+const FINAL = new Set(["completed", "failed", "cancelled"]);
+
+const EXPORTS = [
+  {format: "json", label: "JSON", what: "the configuration with its metrics"},
+  {format: "sysctl", label: "sysctl drop-in", what: "for /etc/sysctl.d/"},
+  {format: "tuned", label: "TuneD profile", what: "tuned.conf: install as /etc/tuned/<profile>/tuned.conf"},
+  {format: "script", label: "apply script", what: "ip/ethtool settings, idempotent"},
+  {format: "script", part: "rollback", label: "rollback script", what: "puts the recorded values back"},
+];
+
+const LIVE_TEXT = {connecting: "connecting…", live: "live", retrying: "reconnecting…", ended: "ended",
+                   error: "not connected", idle: "not running"};
+
+function metricOrder(names) {
+  const known = Object.keys(meta().metrics || {});
+  return [...names].sort((a, b) => {
+    const ia = known.indexOf(a), ib = known.indexOf(b);
+    return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.localeCompare(b);
+  });
+}
+
+function change(base, value) {
+  if (typeof base !== "number" || typeof value !== "number" || !Number.isFinite(base) || !Number.isFinite(value) || base === 0) return null;
+  return ((value - base) / Math.abs(base)) * 100;
+}
+
+/** Render job `jobId` into `root`; the stream and the timers stop when `ctx.signal` aborts. */
+export function render(root, ctx, jobId) {
+  const signal = ctx.signal;
+  const st = {job: null, objective: null, defaults: null, trials: new Map(), running: null, live: "connecting",
+              showKnobs: false, lastRefresh: 0};
+
+  // ------------------------------------------------------------------ layout
+  const title = h("h1", {}, `Job #${jobId} `);
+  const badges = h("span", {class: "badges", id: "job-badges"});
+  const simBanner = h("p", {class: "sim-banner", id: "sim-banner", hidden: true});
+  const facts = h("dl", {class: "facts", id: "job-facts"});
+  const message = h("p", {class: "status error", id: "job-error", hidden: true});
+  const bar = h("progress", {id: "job-progress", max: 1, value: 0});
+  const progressText = h("span", {id: "progress-text", class: "progress-text"});
+  const eta = h("span", {id: "eta", class: "muted"});
+  const live = h("span", {id: "live", class: "live", "data-live": "connecting"}, LIVE_TEXT.connecting);
+  const bestBox = h("div", {id: "best-so-far", class: "best-box"});
+  const cancelButton = h("button", {type: "button", id: "cancel", class: "danger", hidden: true, onclick: cancel}, "Cancel job");
+  const chart = s("svg", {id: "convergence", class: "convergence", "aria-label": "convergence chart"});
+  const compareBox = h("div", {id: "default-vs-best"});
+  const knobToggle = h("input", {type: "checkbox", id: "show-knobs", onchange: (e) => { st.showKnobs = e.target.checked; drawTrials(); }});
+  const trialsInfo = h("p", {class: "muted", id: "trials-info"});
+  const table = new SortableTable([{key: "number", label: "#", value: (t) => t.number}],
+                                  {sortKey: "number", pageSize: 50, className: "trials", empty: "No finished trial yet.",
+                                   rowClass: (t) => rowClass(t)});
+  table.element.id = "trials";
+  const exportStatus = h("p", {class: "muted", id: "export-status"});
+  const exportButtons = h("div", {class: "buttons", id: "export-buttons"});
+  const cliBox = h("pre", {class: "cli", id: "export-cli"});
+
+  fill(root,
+    h("section", {class: "card"},
+      h("div", {class: "card-head"}, h("div", {}, title, badges), h("div", {}, cancelButton)),
+      simBanner, message, facts),
+    h("section", {class: "card"},
+      h("div", {class: "card-head"}, h("h2", {}, "Progress"), live),
+      h("div", {class: "progress-row"}, bar, progressText, eta), bestBox),
+    h("section", {class: "card"},
+      h("div", {class: "card-head"}, h("h2", {}, "Convergence"), h("span", {class: "muted", id: "chart-caption"})),
+      h("div", {class: "chart-wrap"}, chart)),
+    h("section", {class: "card"}, h("h2", {}, "Default vs best"), compareBox),
+    h("section", {class: "card"},
+      h("div", {class: "card-head"}, h("h2", {}, "Trials"),
+        h("label", {class: "filter"}, knobToggle, " show knob columns")),
+      trialsInfo, table.element),
+    h("section", {class: "card"}, h("h2", {}, "Export the best configuration"), exportButtons, exportStatus,
+      h("details", {}, h("summary", {}, "…or with the command line"), cliBox)));
+
+  // ------------------------------------------------------------------ data
+  function showError(err) {
+    // 401 and 403 are shown by the page's banner (app.js), once.
+    if (err instanceof ApiError && (err.status === 401 || err.status === 403)) return;
+    const text = explain(err);
+    if (!text) return;
+    message.hidden = false;
+    message.textContent = text;
+  }
+
+  function addTrial(trial) {
+    if (trial.state === "running") {
+      st.running = trial;
+      return;
+    }
+    if (st.running && st.running.number === trial.number) st.running = null;
+    const known = st.trials.get(trial.number);
+    // An event lacks the spread and start time a page has: keep them.
+    st.trials.set(trial.number, known ? {...known, ...trial} : trial);
+  }
+
+  function ordered() {
+    return [...st.trials.values()].sort((a, b) => a.number - b.number);
+  }
+
+  function defaultTrial() {
+    if (!st.defaults) return null;
+    const measured = ordered().find((t) => t.state === "completed" && t.config_hash === st.defaults.config_hash &&
+                                           t.metrics && Object.keys(t.metrics).length);
+    if (measured) return measured;
+    return st.defaults.trial ? {...st.defaults.trial, config: st.defaults.config, config_hash: st.defaults.config_hash} : null;
+  }
+
+  function bestTrial() {
+    let best = null, bestScore = null;
+    for (const t of ordered()) {
+      if (t.state !== "completed") continue;
+      const score = scoreOf(t, st.objective);
+      if (score && better(score, bestScore)) {
+        best = t;
+        bestScore = score;
+      }
+    }
+    if (!best && st.job && st.job.best) return {...st.job.best, state: "completed"};
+    return best;
+  }
+
+  // The best and default trial numbers, worked out once per redraw of the table.
+  const marks = {best: null, def: null};
+
+  function rowClass(t) {
+    return [t.state === "failed" ? "failed" : "", marks.best === t.number ? "is-best" : "",
+            marks.def === t.number ? "is-default" : ""].filter(Boolean).join(" ");
+  }
+
+  async function refreshJob() {
+    st.lastRefresh = Date.now();
+    try {
+      st.job = await api(`/v1/jobs/${jobId}`, {signal});
+      message.hidden = true;
+    } catch (err) {
+      if (!signal.aborted) showError(err);
+      return;
+    }
+    if (!st.objective || !st.defaults) st.objective = objectiveNamed(st.job.objectives[0]);
+    drawHeader();
+    drawProgress();
+  }
+
+  async function loadDefaults() {
+    try {
+      st.defaults = await api(`/v1/jobs/${jobId}/default`, {signal});
+      st.objective = st.defaults.objective;
+    } catch (err) {
+      // An older server without the endpoint, or a space it cannot read: no default known.
+      if (!(err instanceof ApiError) || err.status === 401 || err.status === 403) throw err;
+      st.defaults = null;
+    }
+  }
+
+  // ------------------------------------------------------------------ drawing
+  function drawHeader() {
+    const job = st.job;
+    fill(badges, stateBadge(job.state), job.cancel_requested ? h("span", {class: "badge state-cancelling"}, "cancelling") : null,
+      job.simulated ? simBadge(job.note) : null);
+    simBanner.hidden = !job.simulated;
+    simBanner.textContent = job.simulated
+      ? `Simulated testbed ${job.testbed}: every figure on this page comes from a model, not from hardware.` : "";
+    const params = Object.entries(job.engine_params || {}).map(([k, v]) => `${k}=${v}`).join(", ");
+    const rows = [
+      ["Testbed", testbedLabel(job.testbed, job.simulated, job.note)],
+      ["Workload", job.workload], ["Search space", job.space],
+      ["Objective", job.objectives.map((o) => `${objectiveNamed(o).label} (${directionText(objectiveNamed(o))})`).join("; ")],
+      ["Constraints", job.constraints.length ? job.constraints.join(", ") : "none"],
+      ["Engine", params ? `${job.engine} (${params})` : job.engine],
+      ["Budget", `${job.budget} trials × ${job.repeats} repeats, seed ${job.seed}`],
+      ["Created", when(job.created_at)], ["Started", when(job.started_at)], ["Finished", when(job.finished_at)],
+    ];
+    if (job.error) rows.push(["Error", h("span", {class: "error"}, job.error)]);
+    fill(facts, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+    cancelButton.hidden = FINAL.has(job.state) || job.cancel_requested;
+  }
+
+  function drawProgress() {
+    const job = st.job;
+    if (!job) return;
+    const done = job.progress.done;
+    const budget = job.progress.budget;
+    bar.max = Math.max(budget, 1);
+    bar.value = Math.min(done, budget);
+    bar.dataset.done = String(done);
+    const p = job.progress;
+    progressText.textContent = `${done} / ${budget} trials (${Math.round((done / Math.max(budget, 1)) * 100)} %)` +
+      ` · measured ${p.measured} · from cache ${p.cached} · failed ${p.failed}` +
+      (st.running || p.running ? ` · trial ${st.running ? st.running.number : done} in flight` : "");
+    if (job.state === "running" && job.eta_s !== null && job.eta_s !== undefined) eta.textContent = `about ${duration(job.eta_s)} left`;
+    else if (job.state === "pending") eta.textContent = job.queue_position ? `waiting for the testbed (#${job.queue_position} in queue)` : "waiting to start";
+    else if (job.state === "interrupted") eta.textContent = "interrupted: resumes when the service restarts";
+    else eta.textContent = "";
+    const best = bestTrial();
+    const unit = st.objective.unit;
+    if (!best) {
+      fill(bestBox, h("span", {class: "muted"}, "No completed trial yet."));
+      return;
+    }
+    const value = objectiveValue(st.objective, best.metrics);
+    const def = defaultTrial();
+    const base = def ? objectiveValue(st.objective, def.metrics) : null;
+    const pct = change(base, value);
+    fill(bestBox,
+      h("span", {class: "best-label"}, "Best so far: "),
+      h("strong", {id: "best-value"}, `${num(value)} ${unit}`), ` ${st.objective.label} — trial ${best.number}, configuration `,
+      shortHash(best.config_hash),
+      best.score && best.score.feasible === false ? h("span", {class: "badge warn"}, "breaks a constraint") : null,
+      pct !== null ? h("span", {class: "muted"}, ` (${pct >= 0 ? "+" : ""}${pct.toFixed(1)} % vs the default, ${directionText(st.objective)})`) : null);
+  }
+
+  function drawChart() {
+    const obj = st.objective;
+    const trials = ordered();
+    const points = trials.map((t) => {
+      const y = t.state === "completed" ? objectiveValue(obj, t.metrics) : null;
+      const feasible = !t.score || t.score.feasible !== false;
+      const what = t.state === "failed" ? `failed: ${t.error || "no metrics"}` : `${num(y)} ${obj.unit}${feasible ? "" : " (breaks a constraint)"}`;
+      return {x: t.number, y, feasible, failed: t.state === "failed", title: `trial ${t.number} (${t.source}): ${what}`};
+    });
+    const best = [];
+    let top = null;
+    for (const t of trials) {
+      if (t.state !== "completed") continue;
+      const score = scoreOf(t, obj);
+      if (score && better(score, top)) {
+        top = score;
+        const y = objectiveValue(obj, t.metrics);
+        if (y !== null && Number.isFinite(y)) best.push({x: t.number, y});
+      }
+    }
+    const def = defaultTrial();
+    const defaultValue = def ? objectiveValue(obj, def.metrics) : null;
+    drawConvergence(chart, {points, best, defaultValue, defaultTrial: def ? def.number : null,
+                            budget: st.job ? st.job.budget : trials.length, label: obj.label, unit: obj.unit,
+                            direction: obj.direction});
+    document.getElementById("chart-caption").textContent =
+      `${obj.label} of each trial in ${obj.unit} (${directionText(obj)})` + (st.job && st.job.simulated ? " — simulated (a model)" : "");
+  }
+
+  function drawCompare() {
+    const obj = st.objective;
+    const best = bestTrial();
+    const def = defaultTrial();
+    if (!st.defaults && !best) {
+      fill(compareBox, h("p", {class: "muted"}, "Nothing to compare yet."));
+      return;
+    }
+    const defConfig = st.defaults ? st.defaults.config : (def ? def.config : {});
+    const bestConfig = best ? best.config || {} : {};
+    const units = st.defaults ? st.defaults.units || {} : {};
+    const head = h("tr", {}, h("th", {}, ""),
+      h("th", {}, "Default", h("div", {class: "sub"}, def ? `trial ${def.number}` : "not measured in this job")),
+      h("th", {}, "Best", h("div", {class: "sub"}, best ? `trial ${best.number}` : "no completed trial yet")),
+      h("th", {class: "num"}, "Change"));
+    const rows = [];
+    const section = (text) => rows.push(h("tr", {class: "section"}, h("th", {colspan: 4}, text)));
+    section(`Objective (${directionText(obj)})`);
+    const dv = def ? objectiveValue(obj, def.metrics) : null;
+    const bv = best ? objectiveValue(obj, best.metrics) : null;
+    const pct = change(dv, bv);
+    const good = pct === null ? "" : (obj.direction === "minimize" ? pct < 0 : pct > 0) ? "good" : pct === 0 ? "" : "bad";
+    rows.push(h("tr", {class: "objective"}, h("th", {}, `${obj.label} (${obj.unit})`), h("td", {class: "num"}, num(dv)),
+      h("td", {class: "num"}, num(bv)), h("td", {class: ["num", good]}, pct === null ? "–" : `${pct >= 0 ? "+" : ""}${pct.toFixed(1)} %`)));
+    const metricNames = metricOrder(new Set([...Object.keys(def ? def.metrics || {} : {}), ...Object.keys(best ? best.metrics || {} : {})]));
+    if (metricNames.length) section("Metrics (mean over the repeats)");
+    for (const m of metricNames) {
+      const a = def ? def.metrics[m] : null, b = best ? best.metrics[m] : null;
+      const c = change(a, b);
+      rows.push(h("tr", {}, h("th", {title: (meta().metrics || {})[m] || ""}, m), h("td", {class: "num"}, num(a)),
+        h("td", {class: "num"}, num(b)), h("td", {class: "num"}, c === null ? "–" : `${c >= 0 ? "+" : ""}${c.toFixed(1)} %`)));
+    }
+    const knobs = [...new Set([...Object.keys(defConfig), ...Object.keys(bestConfig)])];
+    if (knobs.length) section("Settings (changed ones highlighted)");
+    for (const k of knobs) {
+      const a = k in defConfig ? defConfig[k] : null, b = k in bestConfig ? bestConfig[k] : null;
+      const changed = best && JSON.stringify(a) !== JSON.stringify(b);
+      const unit = units[k] ? ` ${units[k]}` : "";
+      rows.push(h("tr", {class: changed ? "changed" : null}, h("th", {}, h("code", {}, k)),
+        h("td", {}, a === null ? "(inactive)" : `${val(a)}${unit}`),
+        h("td", {}, !best ? "–" : b === null ? "(inactive)" : `${val(b)}${unit}`),
+        h("td", {class: "num"}, changed ? "changed" : "")));
+    }
+    fill(compareBox, h("div", {class: "scroll"}, h("table", {class: "compare"}, h("thead", {}, head), h("tbody", {}, rows))),
+      st.defaults ? null : h("p", {class: "muted"}, "This server does not report the job's default configuration (no /default endpoint)."));
+  }
+
+  function trialColumns(trials) {
+    const obj = st.objective;
+    const metrics = new Set();
+    const knobs = new Set();
+    for (const t of trials) {
+      Object.keys(t.metrics || {}).forEach((m) => metrics.add(m));
+      if (st.showKnobs) Object.keys(t.config || {}).forEach((k) => knobs.add(k));
+    }
+    const cols = [
+      {key: "number", label: "#", numeric: true, value: (t) => t.number},
+      {key: "state", label: "State", value: (t) => t.state, cell: (t) => stateBadge(t.state)},
+      {key: "source", label: "Source", value: (t) => t.source},
+      {key: "feasible", label: "Feasible", value: (t) => (t.score ? t.score.feasible : null),
+       cell: (t) => (t.score ? (t.score.feasible ? "yes" : "no") : "–")},
+    ];
+    if (obj.per || !metrics.has(obj.metric)) {
+      cols.push({key: "objective", label: `${obj.label} (${obj.unit})`, numeric: true, title: directionText(obj),
+                 value: (t) => objectiveValue(obj, t.metrics), cell: (t) => num(objectiveValue(obj, t.metrics))});
+    }
+    // The objective's own metric first, then the others in nictune's order.
+    const names = metricOrder(metrics).sort((a, b) => (b === obj.metric) - (a === obj.metric));
+    for (const m of names) {
+      cols.push({key: `m:${m}`, label: m === obj.metric && !obj.per ? `${m} ★` : m, numeric: true,
+                 title: (meta().metrics || {})[m] || m, value: (t) => (t.metrics || {})[m] ?? null,
+                 cell: (t) => num((t.metrics || {})[m])});
+    }
+    cols.push({key: "seconds", label: "Seconds", numeric: true, value: (t) => t.seconds ?? null, cell: (t) => num(t.seconds, 3)},
+              {key: "finished", label: "Finished", value: (t) => t.finished_at, cell: (t) => when(t.finished_at)},
+              {key: "config", label: "Configuration", value: (t) => t.config_hash, cell: (t) => shortHash(t.config_hash)});
+    for (const k of [...knobs].sort()) {
+      cols.push({key: `k:${k}`, label: k, value: (t) => (t.config || {})[k] ?? null, cell: (t) => val((t.config || {})[k])});
+    }
+    cols.push({key: "error", label: "Error", value: (t) => t.error || null, cell: (t) => t.error || ""});
+    return cols;
+  }
+
+  function drawTrials() {
+    const trials = ordered();
+    const best = bestTrial();
+    const def = defaultTrial();
+    marks.best = best ? best.number : null;
+    marks.def = def ? def.number : null;
+    table.columns = trialColumns(trials);
+    if (!table.columns.some((c) => c.key === table.sortKey)) table.sortKey = "number";
+    table.setRows(trials);
+    const failed = trials.filter((t) => t.state === "failed").length;
+    trialsInfo.textContent = `${trials.length} finished trial${trials.length === 1 ? "" : "s"}` +
+      (failed ? `, ${failed} failed` : "") + " · click a column header to sort · ★ = the objective's metric" +
+      " · highlighted: best (green), default (blue)";
+  }
+
+  function drawExports() {
+    const best = bestTrial();
+    fill(exportButtons, EXPORTS.map((e) => h("button", {
+      type: "button", disabled: !best, title: e.what, "data-format": e.format,
+      onclick: () => saveExport(e),
+    }, e.label)));
+    if (!best) exportStatus.textContent = "Exports become available once a trial has completed.";
+    else if (!exportStatus.dataset.used) exportStatus.textContent = `Exports the best trial so far (trial ${best.number}).` +
+      (st.job && st.job.simulated ? " Simulated: measure on your hosts before relying on these settings." : "");
+    cliBox.textContent = ["tuned", "sysctl", "script", "json"].map((f) => `nictune export ${jobId} --format ${f}`).join("\n");
+  }
+
+  async function saveExport(e) {
+    exportStatus.dataset.used = "1";
+    exportStatus.className = "muted";
+    exportStatus.textContent = `Preparing ${e.label}…`;
+    try {
+      const name = await download(`/v1/jobs/${jobId}/export`, {format: e.format, part: e.part});
+      exportStatus.textContent = `Saved ${name}.`;
+    } catch (err) {
+      exportStatus.className = "error";
+      exportStatus.textContent = err instanceof ApiError && err.noEndpoint
+        ? "This server has no export endpoint: use the commands below." : explain(err);
+    }
+  }
+
+  async function cancel() {
+    if (!window.confirm(`Cancel job #${jobId}? A running trial finishes (and its settings are restored) first.`)) return;
+    try {
+      st.job = await api(`/v1/jobs/${jobId}/cancel`, {method: "POST", signal});
+      drawHeader();
+      drawProgress();
+    } catch (err) {
+      showError(err);
+    }
+  }
+
+  function redrawAll() {
+    if (!st.job) return;
+    drawProgress();
+    drawChart();
+    drawCompare();
+    drawTrials();
+    drawExports();
+  }
+
+  let scheduled = null;
+  function schedule() {
+    if (scheduled !== null) return;
+    // Big jobs redraw less often: thousands of dots and rows are not free.
+    const delay = 120 + Math.min(st.trials.size / 10, 1000);
+    scheduled = setTimeout(() => { scheduled = null; if (!signal.aborted) redrawAll(); }, delay);
+  }
+  signal.addEventListener("abort", () => clearTimeout(scheduled));
+
+  function setLive(status) {
+    st.live = status;
+    live.dataset.live = status;
+    live.textContent = LIVE_TEXT[status] || status;
+  }
+
+  function onEvent(type, data) {
+    if (type === "trial") {
+      addTrial(data);
+      if (st.job && data.progress) {
+        const p = st.job.progress;
+        if (data.progress.done > p.done) {
+          p.done = data.progress.done;
+          p.fraction = Math.min(p.done / Math.max(p.budget, 1), 1);
+        }
+      }
+      if (st.job && st.job.state === "pending") st.job.state = "running";
+      if (Date.now() - st.lastRefresh > 3000) refreshJob();
+      schedule();
+    } else if (type === "state" || type === "end") {
+      refreshJob().then(() => {
+        if (type === "end") loadDefaults().catch(() => {}).then(schedule);
+        else schedule();
+      });
+    }
+  }
+
+  // ------------------------------------------------------------------ start
+  async function start() {
+    await refreshJob();
+    if (!st.job) {
+      setLive("error");
+      return;
+    }
+    try {
+      const [, trials] = await Promise.all([loadDefaults(), allItems(`/v1/jobs/${jobId}/trials`, {sort: "number"}, {signal})]);
+      trials.forEach(addTrial);
+    } catch (err) {
+      if (!signal.aborted) showError(err);
+      return;
+    }
+    redrawAll();
+    if (FINAL.has(st.job.state)) {
+      setLive("ended");
+      return;
+    }
+    const finished = ordered();
+    const after = finished.length ? finished.at(-1).number : -1;
+    const poll = setInterval(() => { if (!FINAL.has(st.job.state) && Date.now() - st.lastRefresh > 4000) refreshJob(); }, 4000);
+    signal.addEventListener("abort", () => clearInterval(poll));
+    try {
+      await followEvents(jobId, {after, signal, onEvent, onStatus: setLive});
+    } catch (err) {
+      if (!signal.aborted) showError(err);
+    } finally {
+      clearInterval(poll);
+    }
+  }
+
+  start();
+}

@@ -1,0 +1,181 @@
+"""Server-sent events of a job: one ``trial`` event per finished trial, ``state`` changes, ``end``.
+
+The stream reads trials from the database, so it follows jobs run by this service and
+jobs run by the CLI alike; trials of this process wake it at once, others are found by
+polling. Each trial event carries ``id: <trial number>``: a client that reconnects with
+``Last-Event-ID`` (or ``?after=N``) gets exactly the trials it has not seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine as DbEngine
+from starlette.concurrency import run_in_threadpool
+
+from nictune.api.manager import CANCEL_KEY, FINAL_STATES, JobManager
+from nictune.api.notifier import Notifier
+from nictune.api.queries.jobs import completed_trials, load_job
+from nictune.api.settings import ApiSettings
+from nictune.api.views import best_of, clean_metrics, clean_score, config_dict, finite
+from nictune.db import Configuration, Trial, session_scope
+from nictune.errors import NictuneError
+from nictune.optimizer import Goal, Score
+
+#: Trials sent per database read.
+BATCH = 500
+
+
+@dataclass
+class _Snapshot:
+    state: str
+    cancel_requested: bool
+    trials: list[tuple[Trial, Configuration]]
+
+
+@dataclass
+class _Best:
+    number: int
+    score: Score
+    metrics: dict[str, float | None]
+    config_hash: str
+
+
+def format_event(event: str, data: Any, event_id: int | None = None) -> str:
+    """One SSE message."""
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {json.dumps(data, separators=(',', ':'), default=str)}\n\n"
+
+
+class JobEventStream:
+    """The events of one job from trial ``after + 1`` on.
+
+    Args:
+        dbe: the database engine.
+        manager: the job runner of this process (to tell a stop from an end).
+        notifier: wakes the stream when this process writes a trial.
+        settings: poll interval, keep-alive and maximum duration.
+        job_id: the job.
+        after: the last trial number the client has seen (-1 for none).
+    """
+
+    def __init__(self, dbe: DbEngine, manager: JobManager, notifier: Notifier, settings: ApiSettings,
+                 job_id: int, after: int):
+        self.dbe = dbe
+        self.manager = manager
+        self.notifier = notifier
+        self.settings = settings
+        self.job_id = job_id
+        self.last = after
+        self.best: _Best | None = None
+        self.goal: Goal | None = None
+        self.budget = 0
+        self.simulated = False
+
+    def _start(self) -> None:
+        with session_scope(self.dbe) as s:
+            job = load_job(s, self.job_id)
+            if job is None:
+                return
+            self.budget = job.budget
+            self.simulated = job.testbed.kind == "sim"
+            try:
+                self.goal = Goal.from_names(list(job.objectives), list(job.constraints))
+            except NictuneError:
+                self.goal = None
+            if self.last >= 0:
+                seen = [t for t in completed_trials(s, self.job_id) if t.number <= self.last]
+                found = best_of(self.goal, seen)
+                if found is not None:
+                    trial, score = found
+                    row = s.get(Configuration, trial.configuration_id)
+                    self.best = _Best(trial.number, score, clean_metrics(trial.summary.get("metrics")),
+                                      row.hash if row is not None else "")
+
+    def _poll(self) -> _Snapshot | None:
+        with session_scope(self.dbe) as s:
+            job = load_job(s, self.job_id)
+            if job is None:
+                return None
+            stmt = (select(Trial, Configuration).join(Configuration, Trial.configuration_id == Configuration.id)
+                    .where(Trial.job_id == self.job_id, Trial.number > self.last, Trial.state != "running")
+                    .order_by(Trial.number).limit(BATCH))
+            trials = [(t, c) for t, c in s.execute(stmt)]
+            return _Snapshot(job.state, bool(job.stats.get(CANCEL_KEY)), trials)
+
+    def _trial_data(self, trial: Trial, config: Configuration) -> dict[str, Any]:
+        summary = dict(trial.summary or {})
+        metrics = summary.get("metrics") or {}
+        if self.goal is not None and trial.state == "completed" and metrics:
+            try:
+                score = self.goal.score(metrics)
+            except (NictuneError, ValueError, TypeError):
+                score = None
+            if score is not None and (self.best is None or score > self.best.score):
+                self.best = _Best(trial.number, score, clean_metrics(metrics), config.hash)
+        best = None if self.best is None else {
+            "number": self.best.number, "config_hash": self.best.config_hash, "metrics": self.best.metrics,
+            "score": clean_score(self.best.score)}
+        return {
+            "job_id": self.job_id, "number": trial.number, "budget": self.budget, "state": trial.state,
+            "source": trial.source, "config_hash": config.hash, "config": config_dict(config),
+            "metrics": clean_metrics(metrics), "score": clean_score(summary.get("score")),
+            "seconds": finite(summary.get("seconds")), "error": trial.error,
+            "finished_at": trial.finished_at.isoformat() if trial.finished_at else None,
+            "progress": {"done": trial.number + 1, "budget": self.budget}, "best": best,
+            "simulated": self.simulated,
+        }
+
+    def _ended(self, snap: _Snapshot) -> bool:
+        if snap.state in FINAL_STATES:
+            return True
+        if snap.state == "interrupted":
+            # A job this service will resume (or is cancelling) has not ended.
+            return not (self.manager.is_active(self.job_id) or snap.cancel_requested)
+        return False
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        """Yield SSE messages until the job ends (or ``events_max_s`` passes)."""
+        wake = self.notifier.subscribe(self.job_id)
+        began = last_sent = time.monotonic()
+        last_state: str | None = None
+        try:
+            await run_in_threadpool(self._start)
+            while True:
+                wake.clear()
+                snap = await run_in_threadpool(self._poll)
+                if snap is None:
+                    yield format_event("end", {"job_id": self.job_id, "state": "deleted"})
+                    return
+                for trial, config in snap.trials:
+                    yield format_event("trial", self._trial_data(trial, config), trial.number)
+                    self.last = trial.number
+                    last_sent = time.monotonic()
+                if len(snap.trials) == BATCH:
+                    continue
+                if snap.state != last_state:
+                    last_state = snap.state
+                    yield format_event("state", {"job_id": self.job_id, "state": snap.state,
+                                                 "cancel_requested": snap.cancel_requested})
+                    last_sent = time.monotonic()
+                if self._ended(snap):
+                    yield format_event("end", {"job_id": self.job_id, "state": snap.state, "last": self.last})
+                    return
+                if self.notifier.closed:
+                    return  # the server is stopping; the client reconnects with Last-Event-ID
+                if self.settings.events_max_s is not None and time.monotonic() - began > self.settings.events_max_s:
+                    return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), timeout=self.settings.events_poll_s)
+                if time.monotonic() - last_sent > self.settings.events_keepalive_s:
+                    yield ": keep-alive\n\n"
+                    last_sent = time.monotonic()
+        finally:
+            self.notifier.unsubscribe(self.job_id, wake)

@@ -1,0 +1,262 @@
+"""The job runner inside the service: one lane per testbed, jobs resumed at start.
+
+Jobs run through :class:`nictune.jobs.JobRunner`, the loop the CLI uses. Each testbed
+has a lane (a FIFO and one worker thread), so jobs on different testbeds run
+concurrently while jobs on the same testbed wait for each other: a testbed is measured
+by one trial at a time.
+
+Jobs the service accepted carry ``stats["origin"] = "api"``. At start the service
+resumes those it left unfinished (pending, running after a crash, or interrupted by a
+stop); the runner replays their stored trials, so no completed trial is lost or
+measured again, and it removes the trial a crash left ``running``. Jobs started by the
+CLI are never taken over.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine as DbEngine
+
+from nictune import db
+from nictune.api.notifier import Notifier
+from nictune.api.settings import ApiSettings
+from nictune.errors import JobError, NictuneError
+from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job
+
+log = logging.getLogger("nictune.api.jobs")
+
+ORIGIN_KEY = "origin"
+CANCEL_KEY = "cancel_requested"
+FINAL_STATES = frozenset({"completed", "failed", "cancelled"})
+_RESUMABLE = ("pending", "running", "interrupted")
+
+
+@dataclass
+class _Lane:
+    """The jobs waiting for one testbed, and the thread that runs them one at a time."""
+
+    testbed: str
+    queue: deque[int] = field(default_factory=deque)
+    current: int | None = None
+    thread: threading.Thread | None = None
+
+
+class JobManager:
+    """Runs the service's jobs in the background.
+
+    Args:
+        dbe: the database engine.
+        settings: the service settings (``trial_delay_s``, ``shutdown_grace_s``).
+        notifier: told about every trial and state change.
+    """
+
+    def __init__(self, dbe: DbEngine, settings: ApiSettings, notifier: Notifier):
+        self.dbe = dbe
+        self.settings = settings
+        self.notifier = notifier
+        self._cond = threading.Condition()
+        self._lanes: dict[str, _Lane] = {}
+        self._stops: dict[int, threading.Event] = {}
+        self._cancelled: set[int] = set()
+        self._closing = False
+
+    # ------------------------------------------------------------------ public
+    def submit(self, spec: JobSpec) -> int:
+        """Validate and store ``spec`` as a job, queue it on its testbed's lane; return its id.
+
+        Raises:
+            InvalidInputError: the spec is invalid (nothing is stored).
+            StorageError: the database failed.
+        """
+        job_id = create_job(self.dbe, spec)
+        self._set_stat(job_id, ORIGIN_KEY, "api")
+        self._enqueue(job_id, spec.testbed)
+        return job_id
+
+    def resume_unfinished(self) -> list[int]:
+        """Queue every unfinished job of the service, oldest first; return their ids."""
+        resumed: list[int] = []
+        with db.session_scope(self.dbe) as s:
+            jobs = s.scalars(select(db.Job).where(db.Job.state.in_(_RESUMABLE)).order_by(db.Job.id)).all()
+            pending = [(job.id, job.testbed.name, bool(job.stats.get(CANCEL_KEY)))
+                       for job in jobs if job.stats.get(ORIGIN_KEY) == "api"]
+        for job_id, testbed, cancel in pending:
+            if cancel:
+                self._mark_cancelled(job_id)
+                continue
+            self._enqueue(job_id, testbed)
+            resumed.append(job_id)
+        if resumed:
+            log.info("resuming jobs %s", ", ".join(map(str, resumed)))
+        return resumed
+
+    def cancel(self, job_id: int) -> bool:
+        """Cancel a job of this service that has not ended.
+
+        A queued job is cancelled at once. A running job stops after the trial in flight
+        (its settings restored) and then ends ``cancelled``.
+
+        Returns:
+            True when the job is still stopping, False when it is already cancelled.
+
+        Raises:
+            JobError: the job has ended, or runs in another process.
+        """
+        with self._cond:
+            stop = self._stops.get(job_id)
+            if stop is not None:
+                self._cancelled.add(job_id)
+                stop.set()
+            else:
+                for lane in self._lanes.values():
+                    if job_id in lane.queue:
+                        lane.queue.remove(job_id)
+        if stop is not None:
+            self._set_stat(job_id, CANCEL_KEY, True)
+            self.notifier.notify(job_id)
+            return True
+        with db.session_scope(self.dbe) as s:
+            job = db.get_job(s, job_id)
+            if job.state in FINAL_STATES:
+                raise JobError(f"job {job_id} is already {job.state}")
+            if job.state == "running" and job.stats.get(ORIGIN_KEY) != "api":
+                raise JobError(f"job {job_id} runs in another process (started from the CLI); stop it there")
+        self._mark_cancelled(job_id)
+        return False
+
+    def queue_position(self, job_id: int) -> int | None:
+        """1 for the next job of its testbed, 2 for the one after ...; None unless queued."""
+        with self._cond:
+            for lane in self._lanes.values():
+                if job_id in lane.queue:
+                    return lane.queue.index(job_id) + 1
+        return None
+
+    def is_active(self, job_id: int) -> bool:
+        """Whether the job is queued or running in this service."""
+        with self._cond:
+            return job_id in self._stops or any(job_id in lane.queue for lane in self._lanes.values())
+
+    def cancel_requested(self, job_id: int) -> bool:
+        """Whether a cancel of this running job was accepted and it has not ended yet."""
+        with self._cond:
+            return job_id in self._cancelled
+
+    def counts(self) -> dict[str, int]:
+        """Jobs queued and running in this process (for /metrics)."""
+        with self._cond:
+            return {"queued": sum(len(lane.queue) for lane in self._lanes.values()), "running": len(self._stops)}
+
+    def shutdown(self) -> None:
+        """Stop every lane: running jobs end ``interrupted`` after their trial in flight.
+
+        They resume at the next start. Waits up to ``shutdown_grace_s`` for the trials.
+        """
+        with self._cond:
+            self._closing = True
+            for stop in self._stops.values():
+                stop.set()
+            threads = [lane.thread for lane in self._lanes.values() if lane.thread is not None]
+            self._cond.notify_all()
+        deadline = time.monotonic() + self.settings.shutdown_grace_s
+        for thread in threads:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+
+    # ---------------------------------------------------------------- internal
+    def _enqueue(self, job_id: int, testbed: str) -> None:
+        with self._cond:
+            if self._closing:
+                return  # stays pending; the next start resumes it
+            lane = self._lanes.get(testbed)
+            if lane is None:
+                lane = self._lanes[testbed] = _Lane(testbed)
+            lane.queue.append(job_id)
+            if lane.thread is None:
+                lane.thread = threading.Thread(target=self._work, args=(lane,), daemon=True,
+                                               name=f"nictune-lane-{testbed}")
+                lane.thread.start()
+            self._cond.notify_all()
+        self.notifier.notify(job_id)
+
+    def _work(self, lane: _Lane) -> None:
+        while True:
+            with self._cond:
+                while not lane.queue and not self._closing:
+                    self._cond.wait()
+                if self._closing:
+                    return
+                job_id = lane.queue.popleft()
+                lane.current = job_id
+                stop = self._stops[job_id] = threading.Event()
+            try:
+                self._run(job_id, stop)
+            except Exception:  # a lane must survive anything one job does
+                log.exception("job %s: unexpected error in its lane", job_id)
+            finally:
+                with self._cond:
+                    lane.current = None
+                    self._stops.pop(job_id, None)
+                    self._cancelled.discard(job_id)
+                self.notifier.notify(job_id)
+
+    def _run(self, job_id: int, stop: threading.Event) -> None:
+        with db.session_scope(self.dbe) as s:
+            job = s.get(db.Job, job_id)
+            if job is None or job.state in FINAL_STATES:
+                return
+            cancel = bool(job.stats.get(CANCEL_KEY))
+        if cancel:
+            self._mark_cancelled(job_id)
+            return
+        runner = JobRunner(self.dbe, on_trial=lambda event: self._on_trial(event, stop), stop=stop)
+        try:
+            outcome = runner.run(job_id)
+        except NictuneError as exc:
+            log.warning("job %s failed: %s", job_id, exc)
+            self._fail_if_unfinished(job_id, str(exc))
+            return
+        except Exception as exc:
+            log.exception("job %s failed", job_id)
+            self._fail_if_unfinished(job_id, f"internal error: {exc}")
+            return
+        with self._cond:
+            cancelled = job_id in self._cancelled
+        if outcome.state == "interrupted" and cancelled:
+            self._mark_cancelled(job_id)
+        log.info("job %s ended %s after %d trials", job_id, "cancelled" if cancelled else outcome.state,
+                 outcome.trials)
+
+    def _on_trial(self, event: TrialEvent, stop: threading.Event) -> None:
+        self.notifier.notify(event.job_id)
+        if self.settings.trial_delay_s > 0 and event.source != "replayed":
+            # Test-only pacing; waiting on `stop` keeps cancel and shutdown prompt.
+            stop.wait(self.settings.trial_delay_s)
+
+    def _mark_cancelled(self, job_id: int) -> None:
+        with db.session_scope(self.dbe) as s:
+            job = db.get_job(s, job_id)
+            if job.state not in FINAL_STATES:
+                db.reset_running_trials(s, job_id)
+                db.set_job_state(s, job, "cancelled")
+                job.stats[CANCEL_KEY] = True
+        self.notifier.notify(job_id)
+
+    def _fail_if_unfinished(self, job_id: int, error: str) -> None:
+        with db.session_scope(self.dbe) as s:
+            job = db.get_job(s, job_id)
+            if job.state not in FINAL_STATES:
+                db.reset_running_trials(s, job_id)
+                db.set_job_state(s, job, "failed", error=error)
+
+    def _set_stat(self, job_id: int, key: str, value: object) -> None:
+        with db.session_scope(self.dbe) as s:
+            # Keep a reference: the session tracks a MutableDict's change through its parent,
+            # which it holds only weakly until the change is recorded.
+            job = db.get_job(s, job_id)
+            job.stats[key] = value

@@ -1,0 +1,1 @@
+"""Read queries of the REST service (SQLAlchemy selects over the shared models)."""

@@ -1,0 +1,147 @@
+"""Queries behind trial lists: a job's trials and the history of trials across jobs.
+
+Metrics live in each trial's JSON summary; sorting by one extracts it in SQL
+(``json_extract`` on SQLite, ``#>>`` on PostgreSQL), so only one page is ever loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import UnaryExpression
+
+from nictune.db import Configuration, Job, Testbed, Trial, Workload
+from nictune.db.types import as_utc
+
+_S = TypeVar("_S", bound=Select)
+
+
+@dataclass
+class TrialFilters:
+    """Filters of a trial list; ``None`` means any."""
+
+    job_id: int | None = None
+    state: str | None = None
+    source: str | None = None
+    testbed: str | None = None
+    workload: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    #: knob -> acceptable values (already parsed by the knob: int, float, bool or str).
+    knobs: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+
+
+@dataclass
+class TrialRow:
+    """A trial with what its view needs."""
+
+    trial: Trial
+    configuration: Configuration
+    testbed: str
+    testbed_kind: str
+    workload: str
+
+
+def _metric(name: str) -> ColumnElement[Any]:
+    return Trial.summary[("metrics", name)].as_float()
+
+
+def _order(key: str) -> list[UnaryExpression[Any]]:
+    descending = key.startswith("-")
+    name = key.lstrip("-")
+    columns: list[ColumnElement[Any]]
+    if name == "number":
+        columns = [Trial.number.expression]
+    elif name in ("started_at", "finished_at"):
+        columns = [getattr(Trial, name).expression]
+    elif name == "score":
+        feasible = Trial.summary[("score", "feasible")].as_boolean()
+        value = Trial.summary[("score", "value")].as_float()
+        violation = Trial.summary[("score", "violation")].as_float()
+        # Score order: feasible above infeasible; feasible by value, infeasible by less violation.
+        columns = [case((feasible, 1), else_=0), case((feasible, value), else_=-violation)]
+    else:
+        columns = [_metric(name)]
+    ordered = [(c.desc() if descending else c.asc()).nulls_last() for c in columns]
+    return [*ordered, Trial.job_id.asc(), Trial.number.asc()]
+
+
+def _knob_clause(name: str, values: Sequence[Any]) -> ColumnElement[bool]:
+    # Canonical JSON has sorted keys and no spaces, so '"mtu":9000' followed by ',' or '}'
+    # matches exactly that knob and value, on every backend.
+    options = []
+    for value in values:
+        token = json.dumps({name: value}, sort_keys=True, separators=(",", ":"))[1:-1]
+        options.append(or_(Configuration.canonical.contains(token + ",", autoescape=True),
+                           Configuration.canonical.contains(token + "}", autoescape=True)))
+    return or_(*options)
+
+
+def _filtered(stmt: _S, f: TrialFilters) -> _S:
+    conditions: list[ColumnElement[bool]] = []
+    if f.job_id is not None:
+        conditions.append(Trial.job_id == f.job_id)
+    if f.state is not None:
+        conditions.append(Trial.state == f.state)
+    if f.source is not None:
+        conditions.append(Trial.source == f.source)
+    if f.testbed is not None:
+        conditions.append(Testbed.name == f.testbed)
+    if f.workload is not None:
+        conditions.append(Workload.name == f.workload)
+    if f.since is not None:
+        conditions.append(Trial.finished_at >= as_utc(f.since))
+    if f.until is not None:
+        conditions.append(Trial.finished_at < as_utc(f.until))
+    conditions.extend(_knob_clause(name, values) for name, values in f.knobs.items())
+    return stmt.where(and_(*conditions)) if conditions else stmt
+
+
+def _joined(stmt: _S) -> _S:
+    return (stmt.join(Configuration, Trial.configuration_id == Configuration.id)
+            .join(Job, Trial.job_id == Job.id)
+            .join(Testbed, Job.testbed_id == Testbed.id)
+            .join(Workload, Job.workload_id == Workload.id))
+
+
+def trials_page(s: Session, filters: TrialFilters, sort: str, limit: int, offset: int) -> tuple[list[TrialRow], int]:
+    """One page of trials matching ``filters`` in ``sort`` order, and how many match in all."""
+    total = s.scalar(_filtered(_joined(select(func.count(Trial.id))), filters)) or 0
+    stmt = _filtered(_joined(select(Trial, Configuration, Testbed.name, Testbed.kind, Workload.name)), filters)
+    rows = s.execute(stmt.order_by(*_order(sort)).limit(limit).offset(offset))
+    return [TrialRow(t, c, tb, kind, wl) for t, c, tb, kind, wl in rows], int(total)
+
+
+def ordered_ids(s: Session, filters: TrialFilters, sort: str) -> list[int]:
+    """The ids of every trial matching ``filters``, in ``sort`` order (for caching a finished job's order)."""
+    stmt = _filtered(_joined(select(Trial.id)), filters).order_by(*_order(sort))
+    return list(s.scalars(stmt))
+
+
+def trials_by_ids(s: Session, ids: Sequence[int]) -> list[TrialRow]:
+    """The trials with these ids, in the order given."""
+    if not ids:
+        return []
+    stmt = _joined(select(Trial, Configuration, Testbed.name, Testbed.kind, Workload.name)).where(Trial.id.in_(ids))
+    found = {t.id: TrialRow(t, c, tb, kind, wl) for t, c, tb, kind, wl in s.execute(stmt)}
+    return [found[i] for i in ids if i in found]
+
+
+def space_definitions(s: Session, testbed: str | None, workload: str | None) -> list[dict[str, Any]]:
+    """The distinct search-space definitions of the jobs in a context (for knob filters)."""
+    stmt = select(Job.space_name, Job.space_definition)
+    if testbed is not None:
+        stmt = stmt.join(Testbed, Job.testbed_id == Testbed.id).where(Testbed.name == testbed)
+    if workload is not None:
+        stmt = stmt.join(Workload, Job.workload_id == Workload.id).where(Workload.name == workload)
+    seen: dict[str, dict[str, Any]] = {}
+    # No DISTINCT: PostgreSQL has no equality operator for json.
+    for _name, definition in s.execute(stmt):
+        seen.setdefault(json.dumps(definition, sort_keys=True), dict(definition))
+    return list(seen.values())

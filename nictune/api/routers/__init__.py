@@ -1,0 +1,5 @@
+"""One router per resource."""
+
+from nictune.api.routers import configurations, events, health, history, jobs, metrics, spaces, testbeds
+
+__all__ = ["configurations", "events", "health", "history", "jobs", "metrics", "spaces", "testbeds"]

@@ -1,0 +1,74 @@
+"""``GET /v1/jobs/{id}/events``: follow a job live (server-sent events)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from nictune.api.auth import ReadToken
+from nictune.api.deps import get_db, get_manager, get_notifier, get_settings
+from nictune.api.events import JobEventStream
+from nictune.api.routers.jobs import JobId, require_job
+from nictune.api.schemas.common import json_error_responses
+from nictune.db import session_scope
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+_DESCRIPTION = """\
+A `text/event-stream` of the job's progress:
+
+* `trial` (`id:` the trial number): a trial finished; data has its configuration,
+  metrics, score, and the best trial so far.
+* `state`: the job's state changed (pending, running, interrupted ...).
+* `end`: the job ended (completed, failed, cancelled); the stream closes.
+
+Reconnect with `Last-Event-ID` (or `?after=N`) to receive only the trials after N.
+"""
+
+#: One event, as Open API 3.1 describes the items of a text/event-stream.
+EVENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "event": {"type": "string", "enum": ["trial", "state", "end"]},
+        "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The trial number (trial events)."},
+        "data": {"type": "string", "contentMediaType": "application/json",
+                 "description": "JSON: the trial with the best so far (trial); job_id, state, cancel_requested "
+                                "(state); job_id, state, last (end)."},
+        "retry": {"type": "integer"},
+    },
+}
+
+_EXAMPLE = ('id: 0\nevent: trial\ndata: {"job_id":12,"number":0,"budget":60,"state":"completed",'
+            '"source":"measured","metrics":{"throughput_gbps":21.4},"best":{"number":0},"simulated":true}\n\n')
+
+
+@router.get("/{job_id}/events", response_class=StreamingResponse, description=_DESCRIPTION,
+            responses={200: {"description": "Server-sent events until the job ends.",
+                             "content": {"text/event-stream": {"schema": EVENT_SCHEMA, "example": _EXAMPLE}}},
+                       **json_error_responses(401, 404, 422, 503)})
+async def job_events(
+    request: Request, job_id: JobId, _token: ReadToken,
+    last_event_id: Annotated[int | None, Header(alias="Last-Event-ID", ge=-1, le=2**31 - 1,
+                                                description="Last trial number received.")] = None,
+    after: Annotated[int | None, Query(ge=-1, le=2**31 - 1,
+                                       description="Send trials after this number (overrides Last-Event-ID).")] = None,
+) -> StreamingResponse:
+    """Follow a job: server-sent events of trial completions and state changes."""
+    dbe = get_db(request)
+
+    def check() -> None:
+        with session_scope(dbe) as s:
+            require_job(s, job_id)
+
+    await run_in_threadpool(check)
+    start = after if after is not None else (last_event_id if last_event_id is not None else -1)
+    stream = JobEventStream(dbe, get_manager(request), get_notifier(request), get_settings(request), job_id, start)
+    return StreamingResponse(aiter(stream), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+

@@ -1,0 +1,159 @@
+"""``/v1/history``: the best configurations of a context, and trials across jobs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from sqlalchemy.engine import Engine as DbEngine
+
+from nictune.api.auth import ReadToken
+from nictune.api.cache import VersionedCache, data_version
+from nictune.api.deps import get_db, get_settings
+from nictune.api.knob_filters import parse_knob_filters
+from nictune.api.pagination import Limit, Offset, json_response, next_page
+from nictune.api.queries import history as hq
+from nictune.api.queries.trials import TrialFilters, space_definitions, trials_page
+from nictune.api.schemas.common import enum_of, error_responses
+from nictune.api.schemas.history import BestConfiguration, BestOut
+from nictune.api.schemas.trials import SortKey, TrialPage
+from nictune.api.settings import ApiSettings
+from nictune.api.submission import submittable_testbeds
+from nictune.api.views import clean_metrics, clean_score, config_dict, finite, sim_note, trial_view
+from nictune.db import session_scope
+from nictune.errors import NictuneError, UnknownNameError
+from nictune.measure.workloads import WORKLOADS
+from nictune.optimizer import OBJECTIVES, Goal, MetricConstraint, Score
+
+router = APIRouter(prefix="/v1/history", tags=["history"])
+
+Db = Annotated[DbEngine, Depends(get_db)]
+Settings = Annotated[ApiSettings, Depends(get_settings)]
+
+#: Query parameters of /v1/history/trials that are not knob filters.
+TRIAL_PARAMS = frozenset({"testbed", "workload", "job_id", "since", "until", "state", "sort", "limit", "offset"})
+
+
+def _check_testbed(dbe: DbEngine, settings: ApiSettings, testbed: str) -> None:
+    with session_scope(dbe) as s:
+        stored = hq.testbed_names(s)
+    known = sorted({*submittable_testbeds(settings), *stored})
+    if testbed not in known:
+        raise UnknownNameError("testbed", testbed, known)
+
+
+def rank(goal: Goal, candidates: list[hq.ConfigAggregate]) -> list[tuple[Score, hq.ConfigAggregate]]:
+    """Candidates with their scores, best first (those missing a metric the goal needs are left out)."""
+    scored = []
+    for candidate in candidates:
+        try:
+            scored.append((goal.score(candidate.metrics), candidate))
+        except (NictuneError, ValueError):
+            continue
+    # Sort on plain tuples: Score's rich comparisons are slow in bulk.
+    return sorted(scored, key=lambda pair: _score_key(pair[0]), reverse=True)
+
+
+def _score_key(score: Score) -> tuple[bool, float, float]:
+    # The order Score defines: feasible first by value, then infeasible by least violation.
+    if score.feasible:
+        return (True, score.value, 0.0)
+    return (False, -score.violation, score.value)
+
+
+def _check_workload(workload: str) -> None:
+    if workload not in WORKLOADS:
+        raise UnknownNameError("workload", workload, list(WORKLOADS))
+
+
+@router.get("/best", response_model=BestOut, responses=error_responses(401, 422, 503))
+def history_best(
+    request: Request, _token: ReadToken, dbe: Db, settings: Settings,
+    testbed: Annotated[str, Query(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$",
+                                  description="The testbed (GET /v1/testbeds).",
+                                  examples=["sim:benson-40g"])],
+    workload: Annotated[str, Query(description="The workload.",
+                                   json_schema_extra=enum_of(WORKLOADS))] = "tcp",
+    objective: Annotated[str, Query(description="What 'best' means.",
+                                    json_schema_extra=enum_of(OBJECTIVES))] = "throughput",
+    constraint: Annotated[list[Annotated[str, Query(max_length=200)]], Query(
+        max_length=20, description="Bounds the mean metrics must meet, e.g. loss_pct<=0.1 (repeatable).")] = [],  # noqa: B006
+    top: Annotated[int, Query(ge=1, le=100, description="How many configurations.")] = 10,
+) -> Response:
+    """The best configurations ever measured on a testbed under a workload, across every job.
+
+    Each configuration is scored on the mean of all its measurements in the context
+    (answers from the fitness cache are not counted twice). Measurements from different
+    fingerprints of the testbed are ranked separately.
+    """
+    _check_workload(workload)
+    goal = Goal.from_names([objective], list(constraint))  # 422 naming 'objective' or 'constraint'
+    _check_testbed(dbe, settings, testbed)
+    cache: VersionedCache = request.app.state.cache
+    extra = sorted({c.metric for c in (MetricConstraint.parse(t) for t in constraint)})
+    with session_scope(dbe) as s:
+        version = data_version(s)
+        means = cache.get(("means", testbed, workload, tuple(extra)), version,
+                          lambda: hq.configuration_means(s, testbed, workload, extra))
+        scored = cache.get(("ranked", testbed, workload, objective, tuple(map(str, goal.constraints))), version,
+                           lambda: rank(goal, means))
+        chosen = scored[:top]
+        pairs = [(c.testbed_id, c.configuration_id) for _, c in chosen]
+        configs = hq.configurations(s, [c for _, c in pairs])
+        beds = hq.testbeds(s, [t for t, _ in pairs])
+        jobs = hq.jobs_of(s, pairs)
+        simulated = any(b.kind == "sim" for b in beds.values()) or testbed.startswith("sim:")
+        items = []
+        for position, (score, cand) in enumerate(chosen, start=1):
+            value = goal.objective.value(cand.metrics)
+            items.append(BestConfiguration(
+                rank=position, config_hash=configs[cand.configuration_id].hash,
+                config=config_dict(configs[cand.configuration_id]), objective_value=finite(value),
+                feasible=score.feasible, score=clean_score(score) or {}, metrics=clean_metrics(cand.metrics),
+                measurements=cand.measurements, trials=cand.trials,
+                jobs=jobs.get((cand.testbed_id, cand.configuration_id), []),
+                last_measured_at=cand.last_measured_at, fingerprint=dict(beds[cand.testbed_id].fingerprint)))
+    return json_response(BestOut(
+        testbed=testbed, workload=workload, objective=objective, direction=goal.objective.direction,
+        unit=goal.objective.unit, constraints=[str(c) for c in goal.constraints], simulated=simulated,
+        note=sim_note(simulated), items=items))
+
+
+@router.get("/trials", response_model=TrialPage, responses=error_responses(401, 422, 503),
+            description="Trials across jobs, filtered by testbed, workload, job, finishing time and knob "
+                        "values. Any other query parameter is a knob filter: `?mtu=9000&rx_mode=timer` "
+                        "keeps trials whose configuration has mtu 9000 and rx_mode timer; repeat a knob "
+                        "to accept several values. Unknown knobs and values outside a knob's range are 422.")
+def history_trials(
+    request: Request, _token: ReadToken, dbe: Db, settings: Settings,
+    testbed: Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")] = None,
+    workload: Annotated[str | None, Query(json_schema_extra=enum_of(WORKLOADS))] = None,
+    job_id: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+    since: Annotated[datetime | None, Query(description="Finished at or after (ISO 8601).")] = None,
+    until: Annotated[datetime | None, Query(description="Finished before (ISO 8601).")] = None,
+    state: Annotated[Literal["running", "completed", "failed"] | None,
+                     Query(description="Trial state (default: completed).")] = "completed",
+    sort: Annotated[SortKey, Query(description="Sort key; '-' for descending.")] = "-finished_at",
+    limit: Limit = 100, offset: Offset = 0,
+) -> Response:
+    """Trials across jobs with filters on testbed, workload, time range and knob values."""
+    if workload is not None:
+        _check_workload(workload)
+    if testbed is not None:
+        _check_testbed(dbe, settings, testbed)
+    raw_knobs: dict[str, list[str]] = {}
+    for key, value in request.query_params.multi_items():
+        if key not in TRIAL_PARAMS:
+            raw_knobs.setdefault(key, []).append(value)
+    with session_scope(dbe) as s:
+        definitions = space_definitions(s, testbed, workload) if raw_knobs else []
+        knobs = parse_knob_filters(raw_knobs, definitions)
+        filters = TrialFilters(job_id=job_id, state=state, testbed=testbed, workload=workload, since=since,
+                               until=until, knobs=knobs)
+        rows, total = trials_page(s, filters, sort, limit, offset)
+        items = [trial_view(r.trial, r.configuration, simulated=r.testbed_kind == "sim", testbed=r.testbed,
+                            workload=r.workload) for r in rows]
+    simulated = any(item.simulated for item in items)
+    return json_response(TrialPage(items=items, total=total, limit=limit, offset=offset, simulated=simulated,
+                                   note=sim_note(simulated), next=next_page(request, total, limit, offset)))

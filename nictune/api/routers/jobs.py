@@ -1,0 +1,143 @@
+"""``/v1/jobs``: submit, list, read, cancel jobs and page through their trials."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from sqlalchemy.engine import Engine as DbEngine
+from sqlalchemy.orm import Session
+
+from nictune.api.auth import ReadToken, SubmitToken
+from nictune.api.cache import VersionedCache
+from nictune.api.deps import get_db, get_manager, get_settings
+from nictune.api.errors import ApiError
+from nictune.api.manager import FINAL_STATES, JobManager
+from nictune.api.pagination import Limit, Offset, json_response, next_page
+from nictune.api.queries.jobs import JobFilters, job_header, jobs_page, load_job, trial_counts
+from nictune.api.queries.trials import TrialFilters, ordered_ids, trials_by_ids, trials_page
+from nictune.api.schemas.common import enum_of, error_responses
+from nictune.api.schemas.jobs import JobCreate, JobOut, JobPage, JobStateName
+from nictune.api.schemas.trials import SortKey, TrialPage
+from nictune.api.settings import ApiSettings
+from nictune.api.submission import build_spec
+from nictune.api.views import job_view, sim_note, trial_view
+from nictune.db import Job, session_scope
+from nictune.optimizer import OBJECTIVES
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+Db = Annotated[DbEngine, Depends(get_db)]
+Manager = Annotated[JobManager, Depends(get_manager)]
+JobId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The job's id.")]
+Text = Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")]
+
+
+def require_job(s: Session, job_id: int) -> Job:
+    """The job, or a 404."""
+    job = load_job(s, job_id)
+    if job is None:
+        raise ApiError(404, f"there is no job with id {job_id}", field="job_id")
+    return job
+
+
+def read_job(dbe: DbEngine, manager: JobManager, job_id: int) -> JobOut:
+    """The detailed view of one job."""
+    with session_scope(dbe) as s:
+        job = require_job(s, job_id)
+        return job_view(s, job, trial_counts(s, [job_id])[job_id], manager, detailed=True)
+
+
+@router.post("", status_code=201, response_model=JobOut,
+             responses={201: {"description": "The job is stored and queued; `Location` is its URL.",
+                              "headers": {"Location": {"description": "URL of the job",
+                                                       "schema": {"type": "string"}}}},
+                        **error_responses(400, 401, 403, 413, 422, 503)})
+def submit_job(body: JobCreate, response: Response, _token: SubmitToken, dbe: Db, manager: Manager,
+               settings: Annotated[ApiSettings, Depends(get_settings)]) -> JobOut:
+    """Submit a job; it runs in the background (jobs on one testbed run one after another).
+
+    Everything is validated before the job is stored: an unknown testbed, space, objective,
+    engine or knob, a value outside its range, a negative budget or a malformed
+    constraint is a 422 naming the field and the allowed values.
+    """
+    job_id = manager.submit(build_spec(body, settings))
+    response.headers["Location"] = f"/v1/jobs/{job_id}"
+    return read_job(dbe, manager, job_id)
+
+
+@router.get("", response_model=JobPage, responses=error_responses(401, 422, 503))
+def list_jobs(
+    request: Request, _token: ReadToken, dbe: Db, manager: Manager,
+    state: Annotated[JobStateName | None, Query(description="Only jobs in this state.")] = None,
+    testbed: Annotated[Text, Query(description="Only jobs on this testbed.")] = None,
+    workload: Annotated[Text, Query(description="Only jobs under this workload.")] = None,
+    objective: Annotated[str | None, Query(description="Only jobs with this objective.",
+                                           json_schema_extra=enum_of(OBJECTIVES))] = None,
+    created_after: Annotated[datetime | None, Query(description="Created at or after (ISO 8601).")] = None,
+    created_before: Annotated[datetime | None, Query(description="Created before (ISO 8601).")] = None,
+    limit: Limit = 50, offset: Offset = 0,
+) -> JobPage:
+    """Jobs, newest first, filtered by state, testbed, workload, objective and creation time."""
+    if objective is not None and objective not in OBJECTIVES:
+        raise ApiError(422, f"unknown objective {objective!r}", field="objective", allowed=", ".join(OBJECTIVES))
+    filters = JobFilters(state=state, testbed=testbed, workload=workload, objective=objective,
+                         created_after=created_after, created_before=created_before)
+    with session_scope(dbe) as s:
+        jobs, total = jobs_page(s, filters, limit, offset)
+        counts = trial_counts(s, [job.id for job in jobs])
+        items = [job_view(s, job, counts[job.id], manager, detailed=False) for job in jobs]
+    return JobPage(items=items, total=total, limit=limit, offset=offset,
+                   next=next_page(request, total, limit, offset))
+
+
+@router.get("/{job_id}", response_model=JobOut, responses=error_responses(401, 404, 422, 503))
+def get_job(job_id: JobId, _token: ReadToken, dbe: Db, manager: Manager) -> JobOut:
+    """A job: state, progress, best trial so far and estimated time left."""
+    return read_job(dbe, manager, job_id)
+
+
+@router.get("/{job_id}/trials", response_model=TrialPage, responses=error_responses(401, 404, 422, 503))
+def job_trials(
+    request: Request, job_id: JobId, _token: ReadToken, dbe: Db,
+    sort: Annotated[SortKey, Query(description="number, started_at, finished_at, score or a metric; "
+                                               "a leading '-' sorts descending.")] = "number",
+    state: Annotated[Literal["running", "completed", "failed"] | None,
+                     Query(description="Only trials in this state.")] = None,
+    source: Annotated[Literal["measured", "cache"] | None, Query(description="Only trials from this source.")] = None,
+    limit: Limit = 100, offset: Offset = 0,
+) -> Response:
+    """The trials of a job, paginated and sortable by any metric (``sort=-throughput_gbps``)."""
+    filters = TrialFilters(job_id=job_id, state=state, source=source)
+    with session_scope(dbe) as s:
+        header = job_header(s, job_id)
+        if header is None:
+            raise ApiError(404, f"there is no job with id {job_id}", field="job_id")
+        simulated = header.kind == "sim"
+        if header.state in FINAL_STATES and header.finished_at is not None:
+            # A finished job's trials never change: sort them once, then serve pages by id.
+            cache: VersionedCache = request.app.state.cache
+            version = int(header.finished_at.timestamp() * 1e6)
+            ids = cache.get(("trial-order", job_id, sort, state, source), version,
+                            lambda: ordered_ids(s, filters, sort))
+            rows, total = trials_by_ids(s, ids[offset:offset + limit]), len(ids)
+        else:
+            rows, total = trials_page(s, filters, sort, limit, offset)
+        items = [trial_view(r.trial, r.configuration, simulated=simulated) for r in rows]
+    return json_response(TrialPage(items=items, total=total, limit=limit, offset=offset, simulated=simulated,
+                                   note=sim_note(simulated), next=next_page(request, total, limit, offset)))
+
+
+@router.post("/{job_id}/cancel", response_model=JobOut,
+             responses={200: {"description": "The job was waiting and is now cancelled."},
+                        202: {"description": "The job stops after the trial in flight (its settings "
+                                             "restored) and then ends cancelled.", "model": JobOut},
+                        **error_responses(401, 403, 404, 409, 422, 503)})
+def cancel_job(job_id: JobId, response: Response, _token: SubmitToken, dbe: Db, manager: Manager) -> JobOut:
+    """Cancel a job. A 409 says the job has already ended (or runs in the CLI's process)."""
+    with session_scope(dbe) as s:
+        require_job(s, job_id)
+    stopping = manager.cancel(job_id)
+    response.status_code = 202 if stopping else 200
+    return read_job(dbe, manager, job_id)

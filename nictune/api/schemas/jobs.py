@@ -1,0 +1,164 @@
+"""Schemas of jobs: what a client submits and what it reads back."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic_core import PydanticCustomError
+
+from nictune.api.schemas.common import Page, enum_of
+from nictune.measure.registry import DEFAULT_TESTBED
+from nictune.measure.sim import PROFILES
+from nictune.measure.workloads import WORKLOADS
+from nictune.optimizer import ENGINES, OBJECTIVES
+
+JobStateName = Literal["pending", "running", "interrupted", "completed", "failed", "cancelled"]
+ObjectiveName = Annotated[str, Field(json_schema_extra=enum_of(OBJECTIVES))]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+EngineParam = Annotated[int, Field(ge=0, le=1000)] | Annotated[float, Field(ge=0, le=1000)] | \
+    Annotated[str, StringConstraints(max_length=64)]
+
+_SUBMIT_EXAMPLE: dict[str, Any] = {
+    "testbed": "sim:benson-40g",
+    "workload": "tcp",
+    "space": "benson-40g",
+    "objectives": ["throughput"],
+    "constraints": ["loss_pct <= 0.1"],
+    "engine": "ga",
+    "engine_params": {"population": 12},
+    "budget": 60,
+    "repeats": 3,
+    "seed": 7,
+}
+
+
+def _names(values: Any) -> str:
+    return ", ".join(sorted(values))
+
+
+class JobCreate(BaseModel):
+    """A job to run: what to search, where, for what, and for how long.
+
+    ``space`` is the name of a built-in space, an inline space definition (the same
+    mapping as a space YAML file: ``name``, ``knobs``, ``constraints``, ``profiles``), or
+    null for the testbed's own space. Everything is validated before the job is stored;
+    a 422 names the field at fault and what it allows.
+    """
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [_SUBMIT_EXAMPLE]})
+
+    testbed: Name = Field(DEFAULT_TESTBED, description="sim:PROFILE (a model) or a testbed the operator "
+                                                       "allowed (GET /v1/testbeds).",
+                          examples=sorted(PROFILES))
+    workload: Name = Field("tcp", description=f"One of: {_names(WORKLOADS)}.",
+                           json_schema_extra=enum_of(WORKLOADS))
+    space: Name | dict[str, Any] | None = Field(
+        None, description="Built-in space name (GET /v1/spaces), an inline definition, or null for the "
+                          "testbed's default space.")
+    objectives: list[ObjectiveName] = Field(
+        default_factory=lambda: ["throughput"], min_length=1, max_length=5,
+        description="Objective names; the first one drives the search.")
+    constraints: list[Annotated[str, StringConstraints(max_length=200)]] = Field(
+        default_factory=list, max_length=20,
+        description="Bounds on metrics: METRIC OP NUMBER, e.g. 'loss_pct <= 0.1'.")
+    engine: Name = Field("ga", description=f"One of: {_names(ENGINES)}.",
+                         json_schema_extra=enum_of(ENGINES))
+    engine_params: dict[Annotated[str, StringConstraints(max_length=64)], EngineParam] = Field(
+        default_factory=dict, max_length=16, description="Engine parameters (see the engine's documentation).")
+    budget: int = Field(60, ge=1, description="Number of trials.")
+    repeats: int = Field(3, ge=1, le=100, description="Benchmark runs per trial.")
+    seed: int | None = Field(None, ge=0, le=2**31 - 1, description="Random seed; drawn when null.")
+    noise: float | None = Field(None, ge=0.0, le=0.5,
+                                description="Simulated testbeds only: coefficient of variation of repeats.")
+    scenario: Literal["idle", "busy"] | None = Field(None, description="idle, or busy loops on the other cores.")
+    duration_s: float | None = Field(None, ge=1, le=3600, description="Seconds per benchmark run.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(str(key) for key in data if key not in cls.model_fields)
+            if unknown:
+                raise PydanticCustomError("unknown_field", "unknown field '{field}'",
+                                          {"field": unknown[0], "allowed": ", ".join(cls.model_fields)})
+        return data
+
+
+class Progress(BaseModel):
+    """How far a job has got."""
+
+    done: int = Field(description="Trials finished (measured, answered from the cache, or failed).")
+    budget: int
+    fraction: float = Field(ge=0.0, le=1.0)
+    measured: int
+    cached: int
+    failed: int
+    running: int = Field(description="Trials in flight (0 or 1).")
+
+
+class BestTrial(BaseModel):
+    """The best trial of a job so far."""
+
+    number: int
+    config_hash: str
+    config: dict[str, Any]
+    metrics: dict[str, float | None]
+    score: dict[str, Any]
+
+
+class JobLinks(BaseModel):
+    """Where to go next."""
+
+    self: str
+    trials: str
+    events: str
+    cancel: str
+
+
+class JobOut(BaseModel):
+    """A job as stored, with its progress, best trial so far and estimated time left."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "id": 12, "state": "running", "simulated": True,
+        "note": "simulated testbed: figures come from a model, not from hardware",
+        "testbed": "sim:benson-40g", "workload": "tcp", "space": "benson-40g", "objectives": ["throughput"],
+        "constraints": [], "engine": "ga", "engine_params": {}, "budget": 60, "repeats": 3, "seed": 7,
+        "created_at": "2024-12-02T10:00:00Z", "started_at": "2024-12-02T10:00:01Z", "finished_at": None,
+        "error": None, "cancel_requested": False, "queue_position": None, "eta_s": 3.2,
+        "progress": {"done": 20, "budget": 60, "fraction": 0.33, "measured": 20, "cached": 0, "failed": 0,
+                     "running": 1},
+        "best": None,
+        "links": {"self": "/v1/jobs/12", "trials": "/v1/jobs/12/trials", "events": "/v1/jobs/12/events",
+                  "cancel": "/v1/jobs/12/cancel"},
+    }]})
+
+    id: int
+    state: JobStateName
+    simulated: bool = Field(description="True when the testbed is a model, not hardware.")
+    note: str | None = None
+    testbed: str
+    workload: str
+    space: str
+    objectives: list[str]
+    constraints: list[str]
+    engine: str
+    engine_params: dict[str, Any]
+    budget: int
+    repeats: int
+    seed: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str | None
+    cancel_requested: bool = Field(description="A cancel was accepted; the job ends after the trial in flight.")
+    queue_position: int | None = Field(description="For a job waiting for its testbed: 1 = next; else null.")
+    eta_s: float | None = Field(description="Estimated seconds until the job ends (running jobs only).")
+    progress: Progress
+    best: BestTrial | None = Field(description="Best trial so far (null in lists and before the first trial).")
+    links: JobLinks
+
+
+class JobPage(Page[JobOut]):
+    """A page of jobs, newest first."""

@@ -1,0 +1,62 @@
+"""Settings of the REST service: one pydantic-settings class, read from the environment.
+
+Every field can be set as ``NICTUNE_API_<FIELD>`` (``NICTUNE_API_PORT=9000``) or passed to
+:class:`ApiSettings` directly (``nictune serve`` does that with its options). The database
+defaults to the CLI's (``$NICTUNE_DB`` or the per-user file), so a job started from either
+is visible from both.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from nictune.db import default_url
+
+
+class ApiSettings(BaseSettings):
+    """How the service listens, where it keeps its history and how it runs jobs.
+
+    Attributes:
+        host: address to bind; loopback unless the operator says otherwise.
+        port: TCP port.
+        db_url: SQLAlchemy URL of the history; ``None`` means the CLI's default database.
+        testbeds: non-simulated testbeds clients may submit jobs to (``veth``, pair YAML
+            files). Simulated testbeds are always allowed; nothing else is, so a client can
+            never make the service open a file or a host it names.
+        inline_spaces_on_hosts: accept inline space definitions for non-simulated testbeds.
+            Off by default: a built-in space's knobs were reviewed, a client's were not
+            (their targets are still checked against the appliers' rules before any host
+            command).
+        max_budget: largest ``budget`` a client may ask for.
+        trial_delay_s: pause after every new trial (tests use it to slow a simulated job
+            down deterministically; 0 in production).
+        resume_jobs: resume the service's unfinished jobs at start.
+        events_poll_s: how often an event stream looks for trials written by another
+            process (trials of this process wake it at once).
+        events_keepalive_s: idle time after which an event stream sends a comment line.
+        events_max_s: close an event stream after this long (clients reconnect with
+            ``Last-Event-ID``); ``None`` keeps it open until the job ends.
+        max_body_bytes: largest request body accepted.
+        shutdown_grace_s: how long a stopping service waits for trials in flight.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="NICTUNE_API_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=1, le=65535)
+    db_url: str | None = None
+    testbeds: list[str] = Field(default_factory=list)
+    inline_spaces_on_hosts: bool = False
+    max_budget: int = Field(default=10_000, ge=1)
+    trial_delay_s: float = Field(default=0.0, ge=0.0)
+    resume_jobs: bool = True
+    events_poll_s: float = Field(default=1.0, gt=0.0)
+    events_keepalive_s: float = Field(default=15.0, gt=0.0)
+    events_max_s: float | None = Field(default=None, gt=0.0)
+    max_body_bytes: int = Field(default=1_000_000, ge=1024)
+    shutdown_grace_s: float = Field(default=30.0, ge=0.0)
+
+    def database_url(self) -> str:
+        """The database to use: ``db_url`` or the CLI's default."""
+        return self.db_url or default_url()

@@ -1,0 +1,78 @@
+"""Checks a submitted job goes through before ``create_job``: what only the service decides.
+
+``create_job`` validates the spec itself (objectives, constraints, engine and its
+parameters, workload, the space). Here the service adds its own rules: a client may
+name only simulated testbeds and those the operator allowed (never a file path), only
+built-in spaces by name, and no budget above the service's limit. Errors name the
+request's field (``objectives[1]``, ``space.knobs``) so a client can point at it.
+"""
+
+from __future__ import annotations
+
+from nictune.api.schemas.jobs import JobCreate
+from nictune.api.settings import ApiSettings
+from nictune.errors import InvalidInputError, UnknownNameError
+from nictune.jobs import JobSpec
+from nictune.measure.sim import PROFILES
+from nictune.optimizer import MetricConstraint, get_objective
+from nictune.search_spaces import builtin_names, space_from_dict
+
+
+def submittable_testbeds(settings: ApiSettings) -> list[str]:
+    """Testbeds a client may submit to: every simulated one and those the operator allowed."""
+    return [*sorted(PROFILES), *(name for name in settings.testbeds if name not in PROFILES)]
+
+
+def _renamed(exc: InvalidInputError, field: str) -> InvalidInputError:
+    return InvalidInputError(str(exc), field=field, allowed=exc.allowed)
+
+
+def build_spec(body: JobCreate, settings: ApiSettings) -> JobSpec:
+    """The job spec of a request, after the service's own checks.
+
+    Raises:
+        InvalidInputError: naming the request field at fault and what it allows.
+    """
+    allowed = submittable_testbeds(settings)
+    if body.testbed not in allowed:
+        raise UnknownNameError("testbed", body.testbed, allowed)
+    if body.budget > settings.max_budget:
+        raise InvalidInputError(f"budget {body.budget} is above this service's limit of {settings.max_budget}",
+                                field="budget", allowed=f"1..{settings.max_budget}")
+    if body.noise is not None and body.testbed not in PROFILES:
+        raise InvalidInputError("noise applies to simulated testbeds only", field="noise",
+                                allowed="null for this testbed")
+    for i, name in enumerate(body.objectives):
+        try:
+            get_objective(name)
+        except InvalidInputError as exc:
+            raise _renamed(exc, f"objectives[{i}]") from None
+    if len(set(body.objectives)) != len(body.objectives):
+        raise InvalidInputError("objectives are repeated", field="objectives", allowed="distinct objective names")
+    for i, text in enumerate(body.constraints):
+        try:
+            MetricConstraint.parse(text)
+        except InvalidInputError as exc:
+            raise _renamed(exc, f"constraints[{i}]") from None
+    if isinstance(body.space, str) and body.space not in builtin_names():
+        # Never a path: a client must not make the service read its files.
+        raise UnknownNameError("space", body.space, builtin_names())
+    if isinstance(body.space, dict):
+        if body.testbed not in PROFILES and not settings.inline_spaces_on_hosts:
+            raise InvalidInputError("inline space definitions are accepted for simulated testbeds only; "
+                                    "use a built-in space", field="space", allowed=", ".join(builtin_names()))
+        try:
+            space_from_dict(dict(body.space))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"inline space: {exc}", field=f"space.{exc.field}" if exc.field else "space",
+                                    allowed=exc.allowed) from None
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            # The loader expects the shapes a YAML file has; a JSON body can hold anything.
+            raise InvalidInputError(f"space: malformed definition ({type(exc).__name__}: {exc})",
+                                    field="space", allowed="a mapping like a space YAML file") from None
+    return JobSpec(
+        objectives=list(body.objectives), testbed=body.testbed, workload=body.workload, space=body.space,
+        engine=body.engine, engine_params=dict(body.engine_params), constraints=list(body.constraints),
+        budget=body.budget, repeats=body.repeats, seed=body.seed, noise=body.noise, scenario=body.scenario,
+        duration_s=body.duration_s,
+    )

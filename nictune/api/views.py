@@ -1,0 +1,155 @@
+"""Turning stored rows into response models: jobs with progress, best and ETA; trials."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from nictune.api.manager import CANCEL_KEY, JobManager
+from nictune.api.queries.jobs import CompletedTrial, TrialCounts, completed_trials, configuration
+from nictune.api.schemas.jobs import BestTrial, JobLinks, JobOut, Progress
+from nictune.api.schemas.trials import TrialOut
+from nictune.db import Configuration, Job, Trial
+from nictune.errors import NictuneError
+from nictune.optimizer import Goal, Score
+
+SIM_NOTE = "simulated testbed: figures come from a model, not from hardware"
+#: Trials whose finishing times the ETA is estimated from.
+ETA_WINDOW = 20
+
+
+def sim_note(simulated: bool) -> str | None:
+    """The note that goes with figures from a simulated testbed."""
+    return SIM_NOTE if simulated else None
+
+
+def finite(value: Any) -> float | None:
+    """A JSON-safe number: ``None`` for NaN, infinities and non-numbers."""
+    kind = type(value)
+    if kind is float:  # the common case first: this runs for every metric of every trial shown
+        return value if math.isfinite(value) else None
+    if kind is int:
+        return float(value)
+    return None
+
+
+def clean_metrics(metrics: Any) -> dict[str, float | None]:
+    """Metric name -> JSON-safe value."""
+    return {str(k): finite(v) for k, v in dict(metrics or {}).items()}
+
+
+def clean_score(score: Any) -> dict[str, Any] | None:
+    """A stored or computed score with non-finite numbers as null."""
+    if score is None:
+        return None
+    raw = score.as_dict() if isinstance(score, Score) else dict(score)
+    return {"feasible": bool(raw.get("feasible")), "value": finite(raw.get("value")),
+            "violation": finite(raw.get("violation"))}
+
+
+def config_dict(row: Configuration) -> dict[str, Any]:
+    """The configuration's knob values."""
+    value = json.loads(row.canonical)
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _goal(job: Job) -> Goal | None:
+    try:
+        return Goal.from_names(list(job.objectives), list(job.constraints))
+    except NictuneError:
+        return None
+
+
+def best_of(goal: Goal | None, trials: list[CompletedTrial]) -> tuple[CompletedTrial, Score] | None:
+    """The completed trial with the highest score under ``goal``."""
+    best: tuple[CompletedTrial, Score] | None = None
+    if goal is None:
+        return None
+    for trial in trials:
+        metrics = trial.summary.get("metrics")
+        if not metrics:
+            continue
+        try:
+            score = goal.score(metrics)
+        except (NictuneError, ValueError, TypeError):
+            continue
+        if best is None or score > best[1]:
+            best = (trial, score)
+    return best
+
+
+def eta_seconds(job: Job, counts: TrialCounts, trials: list[CompletedTrial]) -> float | None:
+    """Seconds left for a running job, from the pace of its latest trials."""
+    if job.state != "running":
+        return None
+    remaining = max(job.budget - counts.done, 0)
+    if remaining == 0:
+        return 0.0
+    recent = [t.finished_at for t in trials[-ETA_WINDOW:] if t.finished_at is not None]
+    if len(recent) >= 2:
+        span = (max(recent) - min(recent)).total_seconds()
+        if span > 0:
+            return span / (len(recent) - 1) * remaining
+    durations = [t.seconds for t in trials if t.seconds is not None]
+    return sum(durations) / len(durations) * remaining if durations else None
+
+
+def links(job_id: int) -> JobLinks:
+    """The URLs of a job's sub-resources."""
+    base = f"/v1/jobs/{job_id}"
+    return JobLinks(self=base, trials=f"{base}/trials", events=f"{base}/events", cancel=f"{base}/cancel")
+
+
+def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | None, *,
+             detailed: bool) -> JobOut:
+    """A job as the API shows it; ``detailed`` adds the best trial and the ETA."""
+    simulated = job.testbed.kind == "sim"
+    best: BestTrial | None = None
+    eta: float | None = None
+    if detailed:
+        trials = completed_trials(s, job.id)
+        found = best_of(_goal(job), trials)
+        if found is not None:
+            trial, score = found
+            row = configuration(s, trial.configuration_id)
+            if row is not None:
+                best = BestTrial(number=trial.number, config_hash=row.hash, config=config_dict(row),
+                                 metrics=clean_metrics(trial.summary.get("metrics")),
+                                 score=clean_score(score) or {})
+        eta = eta_seconds(job, counts, trials)
+    cancel = bool(job.stats.get(CANCEL_KEY)) or (manager is not None and manager.cancel_requested(job.id))
+    return JobOut(
+        id=job.id, state=job.state, simulated=simulated,  # type: ignore[arg-type]
+        note=sim_note(simulated), testbed=job.testbed.name, workload=job.workload.name, space=job.space_name,
+        objectives=list(job.objectives), constraints=list(job.constraints), engine=job.engine,
+        engine_params=dict(job.engine_params), budget=job.budget, repeats=job.repeats, seed=job.seed,
+        created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at, error=job.error,
+        cancel_requested=cancel and job.state not in ("completed", "failed"),
+        queue_position=manager.queue_position(job.id) if manager is not None else None,
+        eta_s=eta,
+        progress=Progress(done=counts.done, budget=job.budget, fraction=min(counts.done / job.budget, 1.0),
+                          measured=counts.measured, cached=counts.cached, failed=counts.failed,
+                          running=counts.running),
+        best=best, links=links(job.id),
+    )
+
+
+def trial_view(trial: Trial, config: Configuration, *, simulated: bool, testbed: str | None = None,
+               workload: str | None = None) -> TrialOut:
+    """A trial as the API shows it."""
+    summary = trial.summary or {}
+    # Stored summaries went through SafeJSON, which already replaced NaN and infinities by
+    # null; passing them on as they are keeps long pages cheap.
+    repeats = summary.get("repeats")
+    return TrialOut(
+        job_id=trial.job_id, number=trial.number, state=trial.state,  # type: ignore[arg-type]
+        source=trial.source,  # type: ignore[arg-type]
+        config_hash=config.hash, config=config_dict(config), metrics=summary.get("metrics") or {},
+        spread=summary.get("spread") or {}, score=clean_score(summary.get("score")),
+        repeats=repeats if isinstance(repeats, int) else None,
+        seconds=finite(summary.get("seconds")), error=trial.error, started_at=trial.started_at,
+        finished_at=trial.finished_at, testbed=testbed, workload=workload, simulated=simulated,
+    )

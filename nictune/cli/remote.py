@@ -1,0 +1,119 @@
+"""The CLI as a client of a running `nictune serve`: submit and follow jobs, read history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from nictune.cli._common import SIM_NOTE, console, fmt, print_json
+from nictune.measure._base import METRICS
+from nictune.optimizer import get_objective
+
+SERVER_OPTION = typer.Option(None, "--server", metavar="URL", envvar="NICTUNE_SERVER",
+                             help="Use a running nictune service (e.g. http://127.0.0.1:8080) instead of "
+                                  "the local database.")
+TOKEN_OPTION = typer.Option(None, "--token", envvar="NICTUNE_TOKEN", help="Bearer token for --server.")
+
+
+def optimize_remote(server: str, token: str | None, fields: dict[str, Any], json_out: bool) -> None:
+    """Submit a job to the service and follow it with the same progress display as a local run."""
+    from nictune.api.client import Client
+
+    with Client(server, token=token) as client:
+        job = client.submit_job(**fields)
+        job_id = job["id"]
+        objective = get_objective(job["objectives"][0])
+        if not json_out:
+            console.print(f"job {job_id} submitted to {server}: {job['engine']} on {job['testbed']}"
+                          + (f" ({SIM_NOTE})" if job.get("simulated") else "")
+                          + f", budget {job['budget']}")
+        progress = Progress(TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=console,
+                            disable=json_out)
+        task = progress.add_task("trials", total=job["budget"], best="")
+        with progress:
+            for ev in client.follow_events(job_id):
+                if ev.event != "trial" or not isinstance(ev.data, dict):
+                    continue
+                data = ev.data
+                best = data.get("best") or {}
+                label = ""
+                if best.get("metrics"):
+                    label = f"best {fmt(objective.value(best['metrics']))} {objective.unit}"
+                progress.update(task, completed=int(data.get("number", 0)) + 1, best=label)
+        final = client.get_job(job_id)
+    if json_out:
+        print_json(final)
+        return
+    _print_remote_result(final, objective.label)
+
+
+def _print_remote_result(job: dict[str, Any], label: str) -> None:
+    prog = job.get("progress") or {}
+    console.print(f"job {job['id']} {job['state']}: {prog.get('done', 0)} trials, {prog.get('measured', 0)} "
+                  f"measured, {prog.get('cached', 0)} from the cache, {prog.get('failed', 0)} failed")
+    best = job.get("best")
+    if not best:
+        console.print("no trial completed")
+        return
+    table = Table(title=f"best configuration (trial {best['number']}, {best['config_hash'][:12]})")
+    table.add_column("knob")
+    table.add_column("value")
+    for k, v in best["config"].items():
+        table.add_row(k, str(v))
+    console.print(table)
+    metrics = Table(title="best trial, mean over repeats" + (" (simulated)" if job.get("simulated") else ""))
+    metrics.add_column("metric")
+    metrics.add_column("value", justify="right")
+    for name in METRICS:
+        value = best["metrics"].get(name)
+        if value is not None:
+            metrics.add_row(name, fmt(value))
+    console.print(metrics)
+
+
+def history_remote(server: str, token: str | None, query: dict[str, Any], json_out: bool) -> None:
+    """`nictune history` through the API: list jobs."""
+    from nictune.api.client import Client
+
+    with Client(server, token=token) as client:
+        page = client.list_jobs(**{k: v for k, v in query.items() if v is not None})
+    items = page.get("items", page) if isinstance(page, dict) else page
+    if json_out:
+        print_json(items)
+        return
+    table = Table(title=f"jobs on {server} (newest first)")
+    for col in ("job", "state", "testbed", "workload", "objective", "engine", "progress"):
+        table.add_column(col)
+    for j in items:
+        prog = j.get("progress") or {}
+        table.add_row(str(j["id"]), j["state"], j["testbed"] + (" (sim)" if j.get("simulated") else ""),
+                      j["workload"], ", ".join(j["objectives"]), j["engine"],
+                      f"{prog.get('done', 0)}/{prog.get('budget', j.get('budget'))}")
+    console.print(table)
+
+
+def history_best_remote(server: str, token: str | None, testbed: str, workload: str, objective: str,
+                        constraints: list[str], top: int, json_out: bool) -> None:
+    """`nictune history best` through the API."""
+    from nictune.api.client import Client
+
+    with Client(server, token=token) as client:
+        rows = client.history_best(testbed, workload=workload, objective=objective, constraints=constraints,
+                                   top=top)
+    items = rows.get("items", rows) if isinstance(rows, dict) else rows
+    if json_out:
+        print_json(items)
+        return
+    table = Table(title=f"best {objective} on {testbed}, workload {workload} (from {server})")
+    for col in ("rank", "config hash", "metrics", "configuration"):
+        table.add_column(col, overflow="fold")
+    for i, r in enumerate(items, 1):
+        m = r.get("metrics", {})
+        table.add_row(str(i), str(r.get("config_hash", ""))[:12],
+                      f"{fmt(m.get('throughput_gbps') or 0)} Gbps, loss {fmt(m.get('loss_pct') or 0)} %",
+                      " ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items()))
+    console.print(table)

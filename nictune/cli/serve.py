@@ -1,0 +1,81 @@
+"""``nictune serve``: run the REST service (uvicorn) on the shared database.
+
+Registered by :mod:`nictune.cli.main` through :func:`register`. Also runnable on its own
+(``python -m nictune.cli.serve``), which the API tests use.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from types import FrameType
+from typing import Any
+
+import typer
+
+from nictune.cli._common import err_console
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _run(app: Any, host: str, port: int, log_level: str, grace_s: float) -> None:
+    import uvicorn
+
+    notifier = app.state.notifier
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, ending the event streams at the first stop signal.
+
+        uvicorn waits for open responses before it stops, and an event stream stays open
+        until its job ends: without this a follower would hold the stop for minutes.
+        """
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            notifier.close()
+            super().handle_exit(sig, frame)
+
+    Server(uvicorn.Config(app, host=host, port=port, log_level=log_level,
+                          timeout_graceful_shutdown=int(grace_s) + 5)).run()
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
+    port: int = typer.Option(8080, "--port", min=1, max=65535, help="TCP port."),
+    db: str | None = typer.Option(None, "--db", help="Database URL (default: $NICTUNE_DB or the per-user file)."),
+    testbed: list[str] = typer.Option([], "--allow-testbed", metavar="TESTBED",
+                                      help="Let clients submit to this non-simulated testbed (repeatable)."),
+    max_budget: int | None = typer.Option(None, "--max-budget", min=1, help="Largest budget a client may ask for."),
+    log_level: str = typer.Option("info", "--log-level", help="critical, error, warning, info or debug."),
+) -> None:
+    """Run the REST service: submit, follow and query jobs over HTTP (see /docs)."""
+    from nictune.api import ApiSettings, create_app
+
+    overrides: dict[str, object] = {"host": host, "port": port}
+    if db is not None:
+        overrides["db_url"] = db
+    if testbed:
+        overrides["testbeds"] = list(testbed)
+    if max_budget is not None:
+        overrides["max_budget"] = max_budget
+    settings = ApiSettings(**overrides)  # type: ignore[arg-type]
+    if not _is_loopback(settings.host):
+        err_console.print(f"[yellow]warning:[/] listening on {settings.host}: the service speaks plain HTTP; "
+                          "put it behind a TLS proxy before exposing it", highlight=False)
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _run(create_app(settings), settings.host, settings.port, log_level.lower(), settings.shutdown_grace_s)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``nictune serve`` to the CLI."""
+    app.command("serve")(serve)
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through a subprocess in the tests
+    typer.run(serve)

@@ -1,0 +1,66 @@
+"""``nictune token``: create, list and revoke the bearer tokens of the REST service."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from nictune.cli._common import console, err_console, print_json
+from nictune.db import open_database, session_scope
+from nictune.db.auth import Role, create_token, list_tokens, revoke_token
+
+app = typer.Typer(help="Bearer tokens of the REST service (only their hash is stored).", no_args_is_help=True)
+
+_DB = typer.Option(None, "--db", help="Database URL (default: $NICTUNE_DB or the per-user file).")
+
+
+@app.command("create")
+def create(
+    name: str = typer.Option(..., "--name", help="Who or what uses the token (e.g. ci)."),
+    role: Role = typer.Option(Role.READ, "--role", help="read: every GET; submit: also submit and cancel jobs."),
+    db: str | None = _DB,
+) -> None:
+    """Create a token and print it once: it cannot be shown again."""
+    engine = open_database(db)
+    try:
+        with session_scope(engine) as s:
+            row, secret = create_token(s, name, role.value)
+            row_name, row_role = row.name, row.role
+    finally:
+        engine.dispose()
+    print(secret)
+    err_console.print(f"token {row_name!r} (role {row_role}) created; store it now, it is not shown again",
+                      highlight=False)
+
+
+@app.command("list")
+def list_(db: str | None = _DB, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List tokens (names and roles; the secrets are not stored)."""
+    engine = open_database(db)
+    try:
+        with session_scope(engine) as s:
+            rows = [{"name": t.name, "role": t.role, "created_at": t.created_at.isoformat(),
+                     "revoked_at": t.revoked_at.isoformat() if t.revoked_at else None} for t in list_tokens(s)]
+    finally:
+        engine.dispose()
+    if json_out:
+        print_json(rows)
+        return
+    table = Table(title="API tokens")
+    for col in ("name", "role", "created", "revoked"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(str(r["name"]), str(r["role"]), str(r["created_at"])[:19], str(r["revoked_at"] or "")[:19])
+    console.print(table)
+
+
+@app.command("revoke")
+def revoke(name: str = typer.Argument(..., help="The token's name."), db: str | None = _DB) -> None:
+    """Revoke a token: requests with it get 401 from now on."""
+    engine = open_database(db)
+    try:
+        with session_scope(engine) as s:
+            revoke_token(s, name)
+    finally:
+        engine.dispose()
+    err_console.print(f"token {name!r} revoked", highlight=False)

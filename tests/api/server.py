@@ -1,0 +1,78 @@
+"""Running the real service (uvicorn in a subprocess, on loopback) for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A running ``nictune serve``."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown handler runs, as in a crash."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        """SIGTERM, as an operator would; waits for the graceful shutdown."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def _wait_healthy(server: Server, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"the server exited with {server.process.returncode}:\n{server.log.read_text()}")
+        try:
+            if httpx.get(f"{server.url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"the server did not answer within {timeout}s:\n{server.log.read_text()}")
+
+
+@contextmanager
+def running_server(db_url: str, log: Path, *, port: int | None = None, env: dict[str, str] | None = None,
+                   timeout: float = 30.0) -> Iterator[Server]:
+    """Start ``nictune serve`` on 127.0.0.1 and stop it (SIGTERM, then SIGKILL) at the end."""
+    port = port or free_port()
+    command = [sys.executable, "-m", "nictune.cli.serve", "--host", "127.0.0.1", "--port", str(port),
+               "--db", db_url, "--log-level", "warning"]
+    with log.open("ab") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                   env=os.environ | (env or {}))
+    server = Server(f"http://127.0.0.1:{port}", process, log)
+    try:
+        _wait_healthy(server, timeout)
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,42 @@
+"""`nictune optimize --server` and `nictune history --server`: the CLI as a client of the service."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .server import running_server
+from .test_server import cli_token
+
+pytestmark = pytest.mark.slow
+
+
+def cli(*args: str, env_db: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "nictune", *args], capture_output=True, text=True, timeout=180,
+                          env={**__import__("os").environ, "NICTUNE_DB": "sqlite:////nonexistent/not-used.db"})
+
+
+def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -> None:
+    token = cli_token(db_url, "submit", "cli")
+    with running_server(db_url, tmp_path / "server.log") as server:
+        run = cli("optimize", "--objective", "throughput", "--budget", "12", "--seed", "3", "--server", server.url,
+                  "--token", token, "--json", env_db=db_url)
+        assert run.returncode == 0, run.stderr
+        job = json.loads(run.stdout)
+        assert job["state"] == "completed" and job["progress"]["done"] == 12 and job["simulated"] is True
+        listed = cli("history", "--server", server.url, "--token", token, "--json", env_db=db_url)
+        assert listed.returncode == 0, listed.stderr
+        assert [j["id"] for j in json.loads(listed.stdout)] == [job["id"]]
+        best = cli("history", "best", "-t", "sim:benson-40g", "-w", "tcp", "-o", "throughput", "--top", "1",
+                   "--server", server.url, "--token", token, "--json", env_db=db_url)
+        assert best.returncode == 0, best.stderr
+        assert json.loads(best.stdout)[0]["config_hash"] == job["best"]["config_hash"]
+        bad = cli("optimize", "--objective", "throughput", "--budget", "-3", "--server", server.url, "--token", token,
+                  env_db=db_url)
+        assert bad.returncode == 2 and "budget" in bad.stderr and "Traceback" not in bad.stderr
+        denied = cli("history", "--server", server.url, "--token", "nt_wrong", env_db=db_url)
+        assert denied.returncode == 1 and "token" in denied.stderr

@@ -1,0 +1,131 @@
+"""The history endpoints: best configurations across jobs, trials with knob filters, configurations."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from fastapi.testclient import TestClient
+
+from .support import submit, wait_for
+
+
+def run_two_jobs(api: TestClient) -> list[dict]:
+    jobs = [submit(api, budget=14, seed=seed, objectives=["throughput"]) for seed in (1, 2)]
+    return [wait_for(api, job["id"]) for job in jobs]
+
+
+def test_best_ranks_configurations_across_jobs(api: TestClient) -> None:
+    jobs = run_two_jobs(api)
+    best = api.get("/v1/history/best", params={"testbed": "sim:benson-40g", "workload": "tcp", "top": 5}).json()
+
+    assert best["simulated"] is True and best["unit"] == "Gbit/s" and best["direction"] == "maximize"
+    items = best["items"]
+    assert [item["rank"] for item in items] == list(range(1, len(items) + 1)) and len(items) == 5
+    values = [item["objective_value"] for item in items]
+    assert values == sorted(values, reverse=True)
+    assert items[0]["objective_value"] >= max(job["best"]["metrics"]["throughput_gbps"] for job in jobs) - 1e-9
+    assert set().union(*(item["jobs"] for item in items)) <= {job["id"] for job in jobs}
+    assert all(item["measurements"] >= 2 * item["trials"] for item in items)  # 2 repeats per trial
+    # The configurations both jobs measured (their start points) pool both jobs' measurements.
+    shared = [item for item in items if len(item["jobs"]) == 2]
+    assert all(item["trials"] >= 2 for item in shared)
+
+
+def test_best_honours_objective_and_constraints(api: TestClient) -> None:
+    run_two_jobs(api)
+    cpu = api.get("/v1/history/best", params={"testbed": "sim:benson-40g", "objective": "cpu", "top": 3}).json()
+    assert cpu["direction"] == "minimize"
+    values = [item["objective_value"] for item in cpu["items"]]
+    assert values == sorted(values)
+
+    limited = api.get("/v1/history/best", params=[("testbed", "sim:benson-40g"), ("constraint", "throughput < 30"),
+                                                  ("top", 100)]).json()
+    feasible = [item for item in limited["items"] if item["feasible"]]
+    assert all(item["metrics"]["throughput_gbps"] < 30 for item in feasible)
+    assert limited["constraints"] == ["throughput_gbps < 30"]
+
+    empty = api.get("/v1/history/best", params={"testbed": "sim:cai-100g"}).json()
+    assert empty["items"] == []
+
+
+def test_history_trials_filter_by_knob_and_time(api: TestClient) -> None:
+    start = datetime.now(UTC) - timedelta(seconds=1)
+    run_two_jobs(api)
+    url = "/v1/history/trials"
+
+    everything = api.get(url, params={"testbed": "sim:benson-40g", "limit": 1000}).json()
+    assert everything["total"] == 28 and everything["simulated"] is True
+    assert all(t["testbed"] == "sim:benson-40g" and t["workload"] == "tcp" for t in everything["items"])
+    jumbo = api.get(url, params={"mtu": "9000", "limit": 1000}).json()
+    assert 0 < jumbo["total"] < 28
+    assert all(t["config"]["mtu"] == 9000 for t in jumbo["items"])
+    either = api.get(url, params=[("mtu", "9000"), ("mtu", "1500"), ("limit", 1000)]).json()
+    expected = sum(t["config"]["mtu"] in (9000, 1500) for t in everything["items"])
+    assert either["total"] == expected
+    timer = api.get(url, params={"mtu": "9000", "rx_mode": "timer"}).json()
+    assert all(t["config"]["rx_mode"] == "timer" and t["config"]["mtu"] == 9000 for t in timer["items"])
+
+    assert api.get(url, params={"since": start.isoformat()}).json()["total"] == 28
+    assert api.get(url, params={"until": start.isoformat()}).json()["total"] == 0
+    sorted_items = api.get(url, params={"sort": "-throughput_gbps", "limit": 5}).json()["items"]
+    top = [t["metrics"]["throughput_gbps"] for t in sorted_items]
+    assert top == sorted(top, reverse=True)
+
+
+def test_configuration_lists_every_measurement(api: TestClient) -> None:
+    jobs = run_two_jobs(api)
+    best_hash = jobs[0]["best"]["config_hash"]
+
+    found = api.get(f"/v1/configurations/{best_hash}").json()
+    assert found["config_hash"] == best_hash and found["simulated"] is True
+    assert found["config"] == jobs[0]["best"]["config"]
+    assert len(found["measurements"]) == 2 * found["trials"]
+    assert {m["job_id"] for m in found["measurements"]} >= {jobs[0]["id"]}
+    assert api.get(f"/v1/configurations/{best_hash[:10]}").json()["config_hash"] == best_hash
+
+    missing = api.get("/v1/configurations/" + "0" * 64)
+    assert missing.status_code == 404 and missing.json()["error"] == "not_found"
+
+
+def test_a_job_run_by_the_cli_is_visible_through_the_api(api: TestClient, db_url: str) -> None:
+    from nictune.db import open_database
+    from nictune.jobs import JobRunner, JobSpec, create_job
+
+    engine = open_database(db_url)
+    try:
+        job_id = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:mishra-10g", budget=6, seed=3))
+        JobRunner(engine).run(job_id)
+    finally:
+        engine.dispose()
+
+    job = api.get(f"/v1/jobs/{job_id}").json()
+    assert job["state"] == "completed" and job["progress"]["done"] == 6 and job["testbed"] == "sim:mishra-10g"
+    events = api.get(f"/v1/jobs/{job_id}/events").text
+    assert events.count("event: trial") == 6 and "event: end" in events
+    best = api.get("/v1/history/best", params={"testbed": "sim:mishra-10g"}).json()
+    assert best["items"][0]["jobs"] == [job_id]
+    assert json.loads(json.dumps(best))["simulated"] is True
+
+
+def test_ranking_keys_order_scores_as_score_does() -> None:
+    import math
+    import random
+
+    from nictune.api.routers.history import _score_key
+    from nictune.optimizer import Score
+
+    rng = random.Random(3)
+    scores = [Score(True, rng.uniform(-5, 5)) for _ in range(50)]
+    scores += [Score(False, rng.uniform(-5, 5), rng.uniform(0.001, 3)) for _ in range(50)]
+    scores += [Score.failed(), Score(True, -math.inf)]
+    assert sorted(scores, key=_score_key) == sorted(scores)
+
+
+def test_best_is_recomputed_when_new_results_arrive(api: TestClient) -> None:
+    wait_for(api, submit(api, budget=3, seed=1)["id"])
+    first = api.get("/v1/history/best", params={"testbed": "sim:benson-40g", "top": 100}).json()["items"]
+    job = wait_for(api, submit(api, budget=6, seed=9)["id"])
+    second = api.get("/v1/history/best", params={"testbed": "sim:benson-40g", "top": 100}).json()["items"]
+    assert sum(i["measurements"] for i in second) > sum(i["measurements"] for i in first)
+    assert any(job["id"] in item["jobs"] for item in second)

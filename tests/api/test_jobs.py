@@ -1,0 +1,132 @@
+"""Submitting, reading, listing and cancelling jobs; lanes per testbed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from fastapi.testclient import TestClient
+
+from tests.api.conftest import AppFactory
+
+from .support import submit, wait_for
+
+
+def test_submit_runs_the_job_in_the_background(api: TestClient) -> None:
+    response = api.post("/v1/jobs", json={"testbed": "sim:benson-40g", "budget": 12, "repeats": 2, "seed": 5,
+                                          "constraints": ["loss_pct <= 1"]})
+
+    assert response.status_code == 201
+    created = response.json()
+    assert response.headers["location"] == f"/v1/jobs/{created['id']}" == created["links"]["self"]
+    assert created["simulated"] is True and "model" in created["note"]
+    assert created["space"] == "benson-40g" and created["budget"] == 12
+
+    job = wait_for(api, created["id"])
+    assert job["state"] == "completed"
+    assert job["progress"] == {"done": 12, "budget": 12, "fraction": 1.0, "measured": 12, "cached": 0,
+                               "failed": 0, "running": 0}
+    best = job["best"]
+    assert best is not None and best["score"]["feasible"] is True
+    trials = api.get(f"/v1/jobs/{job['id']}/trials", params={"limit": 1000}).json()["items"]
+    assert best["metrics"]["throughput_gbps"] == max(t["metrics"]["throughput_gbps"] for t in trials)
+    assert job["eta_s"] is None and job["finished_at"] is not None
+
+
+def test_trials_are_paginated_and_sortable_by_any_metric(api: TestClient) -> None:
+    job = wait_for(api, submit(api, budget=15)["id"])
+    url = f"/v1/jobs/{job['id']}/trials"
+
+    first = api.get(url, params={"sort": "-throughput_gbps", "limit": 6}).json()
+    assert first["total"] == 15 and len(first["items"]) == 6 and first["simulated"] is True
+    assert first["next"] is not None and "offset=6" in first["next"]
+    rest = api.get(first["next"]).json()
+    rest2 = api.get(rest["next"]).json()
+    assert rest2["next"] is None
+    values = [t["metrics"]["throughput_gbps"] for t in first["items"] + rest["items"] + rest2["items"]]
+    assert values == sorted(values, reverse=True) and len(values) == 15
+
+    ascending = api.get(url, params={"sort": "cpu_rx_pct", "limit": 100}).json()["items"]
+    cpu = [t["metrics"]["cpu_rx_pct"] for t in ascending]
+    assert cpu == sorted(cpu)
+    by_number = api.get(url).json()["items"]
+    assert [t["number"] for t in by_number] == list(range(15))
+    assert all(t["config_hash"] and t["config"] and t["score"] for t in by_number)
+    scored = api.get(url, params={"sort": "-score"}).json()["items"]
+    assert scored[0]["number"] == job["best"]["number"]
+
+
+def test_list_jobs_filters_and_paginates(api: TestClient) -> None:
+    before = datetime.now(UTC) - timedelta(seconds=1)
+    a = submit(api, testbed="sim:benson-40g", objectives=["throughput"])
+    b = submit(api, testbed="sim:mishra-10g", objectives=["cpu", "throughput"])
+    for job in (a, b):
+        wait_for(api, job["id"])
+
+    everything = api.get("/v1/jobs").json()
+    assert [j["id"] for j in everything["items"]] == [b["id"], a["id"]] and everything["total"] == 2
+    assert api.get("/v1/jobs", params={"testbed": "sim:mishra-10g"}).json()["items"][0]["id"] == b["id"]
+    assert [j["id"] for j in api.get("/v1/jobs", params={"objective": "cpu"}).json()["items"]] == [b["id"]]
+    assert api.get("/v1/jobs", params={"state": "completed"}).json()["total"] == 2
+    assert api.get("/v1/jobs", params={"state": "running"}).json()["total"] == 0
+    assert api.get("/v1/jobs", params={"created_after": before.isoformat()}).json()["total"] == 2
+    assert api.get("/v1/jobs", params={"created_before": before.isoformat()}).json()["total"] == 0
+    page = api.get("/v1/jobs", params={"limit": 1}).json()
+    assert len(page["items"]) == 1 and page["next"] is not None
+    assert api.get(page["next"]).json()["items"][0]["id"] == a["id"]
+    assert everything["items"][0]["best"] is None  # lists stay cheap
+
+
+def test_jobs_on_one_testbed_wait_for_each_other(make_api: AppFactory) -> None:
+    with make_api(trial_delay_s=0.05) as api:
+        first = submit(api, budget=20)  # at least a second, paced
+        other = submit(api, testbed="sim:ixgbe-10g", budget=5)
+        second = submit(api, budget=5)
+
+        waiting = api.get(f"/v1/jobs/{second['id']}").json()
+        assert waiting["state"] == "pending" and waiting["queue_position"] == 1
+        assert api.get(f"/v1/jobs/{first['id']}").json()["state"] == "running"
+        jobs = [wait_for(api, job["id"]) for job in (first, second, other)]
+
+    one, two, three = (
+        (datetime.fromisoformat(j["started_at"]), datetime.fromisoformat(j["finished_at"])) for j in jobs
+    )
+    assert two[0] >= one[1], "the second job on the testbed started before the first ended"
+    assert three[0] < one[1], "a job on another testbed should not wait"
+
+
+def test_cancel_a_running_job_ends_it_cancelled_after_the_trial_in_flight(make_api: AppFactory) -> None:
+    with make_api(trial_delay_s=0.05) as api:
+        job = submit(api, budget=200)
+        running = wait_for(api, job["id"], done=3)
+        assert running["state"] == "running" and running["queue_position"] is None
+        assert running["eta_s"] is not None and running["eta_s"] > 0
+        assert running["best"] is not None and running["progress"]["fraction"] < 1
+
+        response = api.post(f"/v1/jobs/{job['id']}/cancel")
+        assert response.status_code == 202 and response.json()["cancel_requested"] is True
+        ended = wait_for(api, job["id"])
+
+        assert ended["state"] == "cancelled" and ended["finished_at"] is not None
+        assert 3 <= ended["progress"]["done"] < 200 and ended["progress"]["running"] == 0
+        again = api.post(f"/v1/jobs/{job['id']}/cancel")
+        assert again.status_code == 409 and "already cancelled" in again.json()["message"]
+
+
+def test_cancel_a_queued_job_is_immediate(make_api: AppFactory) -> None:
+    with make_api(trial_delay_s=0.05) as api:
+        running = submit(api, budget=40)
+        queued = submit(api, budget=40)
+
+        response = api.post(f"/v1/jobs/{queued['id']}/cancel")
+        assert response.status_code == 200 and response.json()["state"] == "cancelled"
+        assert api.post(f"/v1/jobs/{running['id']}/cancel").status_code == 202
+        assert wait_for(api, running["id"])["state"] == "cancelled"
+        assert api.get(f"/v1/jobs/{queued['id']}").json()["progress"]["done"] == 0
+
+
+def test_unknown_jobs_are_404(api: TestClient) -> None:
+    for method, path in (("GET", "/v1/jobs/999"), ("GET", "/v1/jobs/999/trials"),
+                         ("POST", "/v1/jobs/999/cancel"), ("GET", "/v1/jobs/999/events")):
+        response = api.request(method, path)
+        assert response.status_code == 404, (path, response.text)
+        assert response.json()["error"] == "not_found" and "999" in response.json()["message"]

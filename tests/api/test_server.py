@@ -1,0 +1,60 @@
+"""End to end: the real server in a subprocess, a token from the CLI, the client module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nictune.api.client import ApiError, Client
+from nictune.cli import token as token_cli
+from nictune.errors import InvalidInputError
+
+from .server import running_server
+
+pytestmark = pytest.mark.slow
+
+
+def cli_token(db_url: str, role: str, name: str) -> str:
+    result = CliRunner().invoke(token_cli.app, ["create", "--role", role, "--name", name, "--db", db_url])
+    assert result.exit_code == 0, result.output
+    return result.stdout.strip().splitlines()[0]
+
+
+def test_submit_follow_and_read_the_best_configuration(db_url: str, tmp_path: Path) -> None:
+    submit_token = cli_token(db_url, "submit", "ci")
+    read_token = cli_token(db_url, "read", "dashboard")
+
+    with running_server(db_url, tmp_path / "server.log") as server, Client(server.url, submit_token) as api:
+        job = api.submit_job(testbed="sim:benson-40g", objectives=["throughput"], budget=20, repeats=2, seed=4)
+        assert job["state"] in ("pending", "running") and job["simulated"] is True
+
+        events = list(api.follow_events(job["id"]))
+        trials = [e for e in events if e.event == "trial"]
+        assert [e.id for e in trials] == list(range(20))
+        assert events[-1].event == "end" and events[-1].data["state"] == "completed"
+
+        with Client(server.url, read_token) as reader:
+            best = reader.history_best("sim:benson-40g", workload="tcp", objective="throughput", top=3)
+            final = reader.get_job(job["id"])
+            assert best["simulated"] is True
+            assert best["items"][0]["config_hash"] == final["best"]["config_hash"] == trials[-1].data["best"][
+                "config_hash"]
+            assert best["items"][0]["jobs"] == [job["id"]]
+            jumbo = reader.history_trials(testbed="sim:benson-40g", knobs={"mtu": 9000}, limit=100)
+            assert all(t["config"]["mtu"] == 9000 for t in jumbo["items"])
+            with pytest.raises(ApiError) as denied:
+                reader.cancel_job(job["id"])
+            assert denied.value.status == 403
+
+        with pytest.raises(InvalidInputError) as invalid:
+            api.submit_job(testbed="sim:benson-40g", budget=-1)
+        assert invalid.value.field == "budget" and invalid.value.allowed == ">= 1"
+        with pytest.raises(ApiError) as anonymous, Client(server.url, "") as nobody:
+            nobody.list_jobs()
+        assert anonymous.value.status == 401
+        assert Client(server.url, "").health()["status"] == "ok"
+
+    server_log = (tmp_path / "server.log").read_text()
+    assert "Traceback" not in server_log, server_log

@@ -1,0 +1,132 @@
+"""Everything a client sends is validated first: 422 naming the field and the allowed values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.conftest import AppFactory
+
+from .support import submit, wait_for
+
+MTU = {"type": "int", "low": 1500, "high": 9000, "default": 1500, "target": "mtu", "family": "ip_link"}
+
+
+def mini_space(**changes: Any) -> dict[str, Any]:
+    """A one-knob inline space definition."""
+    return {"name": "mini", "knobs": {"mtu": dict(MTU)}} | changes
+
+
+BAD_BODIES: list[tuple[str, dict[str, Any], str, str]] = [
+    # (case, body, field the 422 names, a piece of its allowed values)
+    ("negative budget", {"budget": -3}, "budget", ">= 1"),
+    ("zero repeats", {"repeats": 0}, "repeats", ">= 1"),
+    ("budget as text", {"budget": "many"}, "budget", "integer"),
+    ("unknown testbed", {"testbed": "sim:nope"}, "testbed", "sim:benson-40g"),
+    ("testbed file path", {"testbed": "/etc/hosts.yaml"}, "testbed", "sim:benson-40g"),
+    ("unknown space", {"space": "no-such-space"}, "space", "benson-40g"),
+    ("space file path", {"space": "/etc/passwd"}, "space", "benson-40g"),
+    ("malformed constraint", {"constraints": ["loss <<< 3"]}, "constraints[0]", "METRIC OP NUMBER"),
+    ("constraint on unknown metric", {"constraints": ["loss<1", "speed > 3"]}, "constraints[1]", "throughput_gbps"),
+    ("unknown objective", {"objectives": ["speed"]}, "objectives[0]", "throughput"),
+    ("unknown engine", {"engine": "magic"}, "engine", "ga"),
+    ("engine parameter out of range", {"engine_params": {"population": 2}}, "engine_params", ">= 4"),
+    ("unknown engine parameter", {"engine_params": {"colour": 3}}, "engine_params", "population"),
+    ("unknown workload", {"workload": "ftp"}, "workload", "tcp"),
+    ("unknown scenario", {"scenario": "chaos"}, "scenario", "idle"),
+    ("negative seed", {"seed": -1}, "seed", ">= 0"),
+    ("unknown field", {"budjet": 10}, "budjet", "budget"),
+    ("inline knob default out of range", {"space": mini_space(knobs={"mtu": MTU | {"default": 100}})},
+     "space.mtu", "1500"),
+    ("inline profile sets an unknown knob", {"space": mini_space(profiles={"fast": {"mtux": 9000}})},
+     "space.fast", ""),
+    ("inline profile value out of range", {"space": mini_space(profiles={"fast": {"mtu": 99000}})},
+     "space.fast", ""),
+    ("inline knob of unknown family", {"space": mini_space(knobs={"mtu": MTU | {"family": "shell"}})},
+     "space.mtu", "sysctl"),
+    ("inline space with knobs in a list", {"space": {"name": "x", "knobs": [1, 2]}}, "space.knobs", ""),
+]
+
+
+@pytest.mark.parametrize(("body", "field", "allowed"), [case[1:] for case in BAD_BODIES],
+                         ids=[case[0] for case in BAD_BODIES])
+def test_invalid_submissions_are_422_naming_the_field(shared_api: TestClient, body: dict[str, Any], field: str,
+                                                       allowed: str) -> None:
+    api = shared_api
+    response = api.post("/v1/jobs", json={"testbed": "sim:benson-40g", "budget": 5} | body)
+
+    assert response.status_code == 422, response.text
+    error = response.json()
+    assert error["error"] == "invalid_input"
+    assert error["field"] == field, error
+    assert allowed in (error["allowed"] or ""), error
+    assert error["problems"] and error["problems"][0]["field"] == field
+    assert api.get("/v1/jobs").json()["total"] == 0, "nothing may be stored for an invalid job"
+
+
+def test_budget_above_the_service_limit(make_api: AppFactory) -> None:
+    with make_api(max_budget=50) as api:
+        error = api.post("/v1/jobs", json={"budget": 51}).json()
+    assert error["field"] == "budget" and error["allowed"] == "1..50"
+
+
+def test_malformed_json_and_oversized_bodies(make_api: AppFactory) -> None:
+    with make_api(max_body_bytes=2048) as api:
+        broken = api.post("/v1/jobs", content=b"{not json", headers={"Content-Type": "application/json"})
+        assert broken.status_code == 422 and broken.json()["allowed"] == "a JSON document"
+        huge = api.post("/v1/jobs", json={"space": {"name": "x" * 5000}})
+        assert huge.status_code == 413 and huge.json()["error"] == "too_large"
+
+
+def test_an_inline_space_runs(api: TestClient) -> None:
+    space = mini_space(knobs={"mtu": {"type": "choice", "choices": [1500, 9000], "default": 1500,
+                                      "target": "mtu", "family": "ip_link"}})
+    job = wait_for(api, submit(api, space=space, budget=4, engine="random")["id"])
+
+    assert job["state"] == "completed" and job["space"] == "mini"
+    assert {t["config"]["mtu"] for t in api.get(f"/v1/jobs/{job['id']}/trials").json()["items"]} <= {1500, 9000}
+
+
+BAD_QUERIES: list[tuple[str, str, str, str]] = [
+    ("job state", "/v1/jobs?state=bogus", "state", "completed"),
+    ("job objective", "/v1/jobs?objective=speed", "objective", "throughput"),
+    ("creation time", "/v1/jobs?created_after=yesterday", "created_after", "date-time"),
+    ("page size", "/v1/jobs?limit=0", "limit", ">= 1"),
+    ("job id", "/v1/jobs/0", "job_id", ">= 1"),
+    ("job id type", "/v1/jobs/abc", "job_id", "integer"),
+    ("trial sort", "/v1/jobs/1/trials?sort=speed", "sort", "-throughput_gbps"),
+    ("best: missing testbed", "/v1/history/best", "testbed", "required"),
+    ("best: unknown testbed", "/v1/history/best?testbed=sim:nope", "testbed", "sim:benson-40g"),
+    ("best: objective", "/v1/history/best?testbed=sim:benson-40g&objective=speed", "objective", "throughput"),
+    ("best: workload", "/v1/history/best?testbed=sim:benson-40g&workload=ftp", "workload", "tcp"),
+    ("best: constraint", "/v1/history/best?testbed=sim:benson-40g&constraint=loss<<1", "constraint",
+     "METRIC OP NUMBER"),
+    ("best: top", "/v1/history/best?testbed=sim:benson-40g&top=0", "top", ">= 1"),
+    ("trials: knob value out of range", "/v1/history/trials?mtu=123", "mtu", "1500"),
+    ("trials: unknown knob", "/v1/history/trials?mtux=9000", "mtux", "mtu"),
+    ("trials: time", "/v1/history/trials?since=noon", "since", "date-time"),
+    ("configuration hash", "/v1/configurations/abc", "config_hash", "[0-9a-fA-F]"),
+]
+
+
+@pytest.mark.parametrize(("url", "field", "allowed"), [case[1:] for case in BAD_QUERIES],
+                         ids=[case[0] for case in BAD_QUERIES])
+def test_invalid_queries_are_422_naming_the_parameter(shared_api: TestClient, url: str, field: str,
+                                                      allowed: str) -> None:
+    response = shared_api.get(url.replace("/v1/jobs/1/", "/v1/jobs/2147483647/"))
+
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == field, response.json()
+    assert allowed in (response.json()["allowed"] or ""), response.json()
+
+
+def test_operator_allowed_hosts_take_built_in_spaces_only(make_api: AppFactory) -> None:
+    # Refused before anything opens the testbed: no namespace, no host command.
+    with make_api(testbeds=["veth:nt9"]) as api:
+        inline = api.post("/v1/jobs", json={"testbed": "veth:nt9", "space": mini_space(), "budget": 2}).json()
+        assert inline["field"] == "space" and "simulated testbeds only" in inline["message"]
+        noise = api.post("/v1/jobs", json={"testbed": "veth:nt9", "noise": 0.1, "budget": 2}).json()
+        assert noise["field"] == "noise"
+        assert api.get("/v1/jobs").json()["total"] == 0

@@ -1,0 +1,288 @@
+"""The dashboard in headless Chromium (Debian's ``chromium``, driven by Playwright) against the real service.
+
+The service runs in a subprocess (uvicorn on 127.0.0.1, a temporary SQLite file, trials slowed
+down with ``trial_delay_s``) with the dashboard routers included. A job on ``sim:benson-40g``
+is submitted through the API; the browser opens the job list, opens the running job, sees its
+progress advance and its convergence chart drawn, sorts the trials, downloads an export, and
+saves a screenshot under the test's temporary directory.
+
+Without Chromium or Playwright the tests are skipped, unless ``$CI`` is set: then they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from nictune.cli import token as token_cli
+from tests.api.server import Server, free_port
+
+pytestmark = pytest.mark.slow
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("NICTUNE_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+#: Pause after every trial, so the job is still running while the browser watches.
+TRIAL_DELAY_S = 0.25
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}
+
+
+def _require_browser() -> Any:
+    """The Playwright module, or skip (fail under CI) when it or Chromium is missing."""
+    problem = None
+    sync_api: Any = None
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        problem = f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    try:
+        import playwright.sync_api as sync_api
+    except ImportError:
+        problem = problem or "the playwright package is not installed (pip install playwright)"
+    if problem:
+        if _ci():
+            pytest.fail(f"{problem}; CI is set, so the browser test must run")
+        pytest.skip(problem)
+    return sync_api
+
+
+@contextmanager
+def dashboard_server(db_url: str, log: Path, *, trial_delay_s: float, timeout: float = 30.0) -> Iterator[Server]:
+    """The service with the dashboard (tests/dashboard/serve_app.py) on 127.0.0.1; SIGTERM at the end."""
+    port = free_port()
+    command = [sys.executable, "-m", "tests.dashboard.serve_app", "--port", str(port), "--db", db_url,
+               "--trial-delay", str(trial_delay_s)]
+    with log.open("ab") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+    server = Server(f"http://127.0.0.1:{port}", process, log)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"the server exited with {process.returncode}:\n{log.read_text()}")
+            try:
+                if httpx.get(f"{server.url}/healthz", timeout=1.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not answer within {timeout}s:\n{log.read_text()}")
+            time.sleep(0.05)
+        yield server
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+def wait_until(page: Any, predicate: str, timeout: float = 15.0) -> Any:
+    """Poll ``predicate`` (a JavaScript function source) in the page until it returns a truthy value.
+
+    ``page.wait_for_function`` evaluates its predicate with ``eval``, which the dashboard's
+    Content-Security-Policy forbids; ``page.evaluate`` goes through the DevTools protocol.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = page.evaluate(predicate)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {timeout}s: {predicate}")
+        time.sleep(0.1)
+
+
+def cli_token(db_url: str, role: str, name: str) -> str:
+    """A token made by ``nictune token create``."""
+    result = CliRunner().invoke(token_cli.app, ["create", "--role", role, "--name", name, "--db", db_url])
+    assert result.exit_code == 0, result.output
+    return result.stdout.strip().splitlines()[0]
+
+
+@dataclass(frozen=True)
+class Service:
+    """The running service and the tokens of its database."""
+
+    server: Server
+    submit_token: str
+    read_token: str
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """One service for the module's tests (starting it takes seconds)."""
+    _require_browser()
+    folder = tmp_path_factory.mktemp("dashboard-service")
+    db_url = f"sqlite:///{folder / 'nictune.db'}"
+    submit_token = cli_token(db_url, "submit", "ci")
+    read_token = cli_token(db_url, "read", "dashboard")
+    with dashboard_server(db_url, folder / "server.log", trial_delay_s=TRIAL_DELAY_S) as server:
+        yield Service(server, submit_token, read_token)
+    log = (folder / "server.log").read_text()
+    assert "Traceback" not in log, log
+
+
+def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -> None:
+    sync_api = _require_browser()
+    server, read_token = service.server, service.read_token
+    screenshot = tmp_path / "dashboard-job.png"
+
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {service.submit_token}"}) as api:
+        created = api.post("/v1/jobs", json={"testbed": "sim:benson-40g", "budget": 400, "repeats": 1, "seed": 5})
+        assert created.status_code == 201, created.text
+        job_id = created.json()["id"]
+
+        with sync_api.sync_playwright() as playwright:
+            context = playwright.chromium.launch_persistent_context(
+                str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+                viewport={"width": 1280, "height": 900}, accept_downloads=True)
+            try:
+                page = context.new_page()
+                requests: list[str] = []
+                errors: list[str] = []
+                page.on("request", lambda r: requests.append(r.url))
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.on("console", lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None)
+                page.on("dialog", lambda d: d.accept())
+                page.set_default_timeout(15_000)
+
+                # No token yet: the list says how to get one.
+                page.goto(f"{server.url}/#/jobs")
+                wait_until(page, "() => document.querySelector('#jobs-status').textContent.includes('token')")
+
+                # The token box: the job list shows the job with its state and progress.
+                page.fill("#token-input", read_token)
+                page.click("#login button[type=submit]")
+                link = page.wait_for_selector(f"#jobs a.job-link[href='#/jobs/{job_id}']")
+                row = page.locator("#jobs tbody tr", has=page.locator(f"a[href='#/jobs/{job_id}']"))
+                assert "simulated (a model)" in row.inner_text()
+                assert row.locator("progress").count() == 1
+                assert row.locator("[data-state]").inner_text() in ("pending", "running")
+
+                # The job page: progress advances live (from the event stream).
+                link.click()
+                wait_until(page, "() => document.querySelector('#job-progress').value >= 2")
+                first = page.eval_on_selector("#job-progress", "e => e.value")
+                wait_until(page, f"() => document.querySelector('#job-progress').value > {first}")
+                second = page.eval_on_selector("#job-progress", "e => e.value")
+                assert second > first
+                assert page.get_attribute("#live", "data-live") == "live"
+                assert page.eval_on_selector("#job-progress", "e => e.max") == 400
+                assert "simulated (a model)" in page.inner_text("#job-badges")
+
+                # The convergence chart: one dot per completed trial, the best-so-far line, the default line.
+                wait_until(page, "() => document.querySelectorAll('#convergence circle.pt:not(.legend *)').length >= 3")
+                drawn = page.eval_on_selector("#convergence", "e => Number(e.dataset.points)")
+                assert drawn >= 3
+                assert page.locator("#convergence path.best-line").count() >= 1
+                assert page.locator("#convergence .default-ref line.default-line").count() == 1
+                wait_until(page, f"() => Number(document.querySelector('#convergence').dataset.points) > {drawn}")
+
+                # Default vs best, and the best so far.
+                compare = page.inner_text("#default-vs-best")
+                assert "Default" in compare and "Best" in compare and "throughput_gbps" in compare
+                assert "Gbit/s" in page.inner_text("#best-so-far")
+
+                # The trials table sorts by any column: throughput, descending after two clicks.
+                header = page.locator("#trials th[data-key='m:throughput_gbps'] button")
+                header.click()
+                header.click()
+                assert page.get_attribute("#trials th[data-key='m:throughput_gbps']", "aria-sort") == "descending"
+                index = page.eval_on_selector("#trials thead tr", "tr => [...tr.children].findIndex("
+                                                                  "th => th.dataset.key === 'm:throughput_gbps')")
+                values = page.eval_on_selector_all(
+                    "#trials tbody tr",
+                    f"rows => rows.map(r => Number(r.children[{index}].textContent.replace(/,/g, '')))")
+                assert len(values) >= 3 and values == sorted(values, reverse=True)
+
+                # An export download (fetched with the token, saved by the browser).
+                with page.expect_download() as download_info:
+                    page.click("#export-buttons button[data-format='json']")
+                download = download_info.value
+                assert download.suggested_filename == f"nictune-job{job_id}.json"
+                saved = tmp_path / download.suggested_filename
+                download.save_as(saved)
+                document = json.loads(saved.read_text())
+                assert document["job_id"] == job_id and document["testbed"]["simulated"] is True
+
+                # A read token may not cancel: the page says so (403).
+                page.click("#cancel")
+                wait_until(page, "() => document.querySelector('#notice').textContent.includes('may not')")
+
+                page.screenshot(path=str(screenshot), full_page=True)
+
+                # The history page: best configurations per testbed and workload.
+                page.goto(f"{server.url}/#/history")
+                card = ".testbed-card[data-testbed='sim:benson-40g']"
+                assert page.wait_for_selector(f"{card} .workload[data-workload='tcp'] table") is not None
+                assert "simulated (a model)" in page.inner_text(card)
+                page.screenshot(path=str(tmp_path / "dashboard-history.png"), full_page=True)
+
+                assert not errors, errors
+                assert requests and all(url.startswith(f"{server.url}/") for url in requests), requests
+            finally:
+                context.close()
+
+        cancelled = api.post(f"/v1/jobs/{job_id}/cancel")
+        assert cancelled.status_code in (200, 202), cancelled.text
+
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert screenshot.stat().st_size > 10_000
+
+
+def test_the_event_stream_parser(service: Service) -> None:
+    """The dashboard's SSE parser (js/sse.js), run in Chromium on frames split at awkward places."""
+    sync_api = _require_browser()
+    stream = ('id: 0\r\nevent: trial\r\ndata: {"number":0}\r\n\r\n'
+              ": keep-alive\n\n"
+              "event: state\ndata: {\"state\":\n"
+              "data: \"running\"}\n\n"
+              "retry: 2500\nid: 7\nevent: trial\ndata:{\"number\":7}\r\r"
+              "event: ignored-without-data\n\n"
+              "event: end\ndata: {\"state\":\"completed\"}\n\n"
+              "event: trial\ndata: {\"cut\": true}")  # no closing blank line: never dispatched
+    expected = [{"type": "trial", "data": '{"number":0}', "id": "0"},
+                {"type": "state", "data": '{"state":\n"running"}', "id": "0"},
+                {"type": "trial", "data": '{"number":7}', "id": "7"},
+                {"type": "end", "data": '{"state":"completed"}', "id": "7"}]
+    script = """async ([text, sizes]) => {
+        const {SseParser} = await import('./static/js/sse.js');
+        const runs = [];
+        for (const size of sizes) {
+            const events = [];
+            const parser = new SseParser((e) => events.push(e));
+            for (let i = 0; i < text.length; i += size) parser.push(text.slice(i, i + size));
+            parser.end();
+            runs.push({events, retry: parser.retry});
+        }
+        return runs;
+    }"""
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{service.server.url}/")
+            runs = page.evaluate(script, [stream, [1, 2, 3, 7, 13, len(stream)]])
+        finally:
+            browser.close()
+    for run in runs:
+        assert run["events"] == expected
+        assert run["retry"] == 2500
