@@ -15,6 +15,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import func, inspect, select, text
 
 import nictune
+import nictune.db
 from nictune.db import (
     Base,
     Workload,
@@ -28,8 +29,6 @@ from nictune.db import (
 )
 from nictune.errors import StorageError
 
-import nictune.db
-
 from .support import add_workload
 
 TABLES = {"testbeds", "configurations", "workloads", "jobs", "trials", "measurements"}
@@ -41,7 +40,8 @@ def test_open_database_creates_the_schema_at_head(db_url: str) -> None:
     engine = open_database(db_url)
     try:
         assert TABLES | {"alembic_version"} <= set(inspect(engine).get_table_names())
-        revisions = sorted(p.name.split("_")[0] for p in (Path(nictune.db.__file__).parent / "migrations" / "versions").glob("0*.py"))
+        versions = Path(nictune.db.__file__).parent / "migrations" / "versions"
+        revisions = sorted(p.name.split("_")[0] for p in versions.glob("0*.py"))
         assert current_revision(engine) == head_revision() == revisions[-1]
     finally:
         engine.dispose()
