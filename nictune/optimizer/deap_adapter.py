@@ -70,3 +70,51 @@ def select_best(individuals: Sequence[Individual], k: int) -> list[Individual]:
     """The ``k`` fittest individuals (DEAP ``selBest``; stable on ties)."""
     best: list[Individual] = tools.selBest(list(individuals), k)
     return best
+
+
+# ---------------------------------------------------------------- NSGA-II (multi-objective)
+def _mo_classes(n_objectives: int) -> tuple[Any, Any]:
+    """The fitness and individual classes for ``n_objectives`` maximised objectives."""
+    fitness, individual = f"NictuneMOFitness{n_objectives}", f"NictuneMOIndividual{n_objectives}"
+    with _SELECTION_LOCK:
+        if not hasattr(creator, fitness):
+            creator.create(fitness, base.Fitness, weights=(1.0,) * n_objectives)
+        if not hasattr(creator, individual):
+            creator.create(individual, dict, fitness=getattr(creator, fitness))
+    return getattr(creator, fitness), getattr(creator, individual)
+
+
+def make_mo_individual(genome: Mapping[str, Value], values: Sequence[float]) -> Individual:
+    """A DEAP individual for NSGA-II with ``values`` (all maximised) as its fitness."""
+    _, cls = _mo_classes(len(values))
+    ind = cls(genome)
+    ind.fitness.values = tuple(float(v) for v in values)
+    return ind
+
+
+def select_nsga2(individuals: Sequence[Individual], k: int) -> list[Individual]:
+    """The ``k`` survivors of NSGA-II's environmental selection (DEAP ``selNSGA2``):
+    non-dominated fronts in order, the last one cut by crowding distance. Deterministic."""
+    chosen: list[Individual] = tools.selNSGA2(list(individuals), k)
+    return chosen
+
+
+def select_tournament_dcd(individuals: Sequence[Individual], k: int, rng: random.Random) -> list[Individual]:
+    """``k`` parents by binary tournaments on dominance, then crowding distance (DEAP
+    ``selTournamentDCD``; the individuals must have been through :func:`select_nsga2`),
+    drawn with ``rng``. ``k`` is rounded up to a multiple of 4 and capped at the population."""
+    from deap.tools import emo as _emo
+
+    pool = list(individuals)
+    size = len(pool) - len(pool) % 4
+    if size < 4:
+        return [rng.choice(pool) for _ in range(k)] if pool else []
+    want = min(size, k + (-k) % 4)
+    with _SELECTION_LOCK:
+        saved = _emo.random
+        _emo.random = rng
+        try:
+            chosen: list[Individual] = tools.selTournamentDCD(pool[:size], want)
+        finally:
+            _emo.random = saved
+    return chosen[:k]

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from nictune.errors import MeasurementError
 from nictune.optimizer.objectives import Goal, MetricConstraint, Score
 
 Decision = Literal["again", "incumbent", "stop", "done"]
@@ -160,7 +161,11 @@ class RacingPolicy:
         goal: the job's objectives and constraints (the first objective is raced).
         max_repeats: most measurements of one configuration (and how often the incumbent is
             measured in all by the end of the job).
-        confidence: level of the intervals that decide "clearly worse" and "clearly better".
+        confidence: level of the intervals shown, of the recommendation's lower bound and of
+            "clearly better".
+        race_confidence: level of the test "could it still be the best?": a challenger whose
+            difference to the incumbent is below 0 at this level stops (0.5: within about
+            two thirds of a standard error, so repeats go only to the few near the top).
         prior_cv: relative noise assumed before repeats tell otherwise.
         prior_dof: weight of ``prior_cv``, in degrees of freedom.
         tolerance: relative difference not worth measuring for (0.005: half a percent).
@@ -171,6 +176,7 @@ class RacingPolicy:
     goal: Goal
     max_repeats: int = 3
     confidence: float = 0.9
+    race_confidence: float = 0.5
     prior_cv: float = 0.05
     prior_dof: float = 2.0
     tolerance: float = 0.0
@@ -179,8 +185,8 @@ class RacingPolicy:
     def __post_init__(self) -> None:
         if self.max_repeats < 1:
             raise ValueError("max_repeats must be at least 1")
-        if not 0.0 < self.confidence < 1.0:
-            raise ValueError("confidence must be in (0, 1)")
+        if not (0.0 < self.confidence < 1.0 and 0.0 < self.race_confidence < 1.0):
+            raise ValueError("confidence and race_confidence must be in (0, 1)")
         if self.prior_cv < 0 or self.prior_dof <= 0 or self.tolerance < 0:
             raise ValueError("prior_cv and tolerance must be >= 0, prior_dof > 0")
 
@@ -191,7 +197,7 @@ class RacingPolicy:
         for s in samples:
             try:
                 out[OBJECTIVE].append(self.goal.objective.oriented(s))
-            except Exception:  # a sample without the metric: no information  # noqa: BLE001
+            except MeasurementError:  # a sample without the metric: no information
                 continue
         for c in self.goal.constraints:
             out[c.metric] = [float(s[c.metric]) for s in samples if c.metric in s]
@@ -283,7 +289,8 @@ class RacingPolicy:
             if self.score(mine) > self.score(theirs):
                 return "done" if n >= self.min_incumbent_repeats or n >= self.max_repeats else "again"
             return "stop" if feasible == "yes" or n >= self.max_repeats else "again"
-        low, high = self._difference(mine, theirs, noise)
+        low, _ = self._difference(mine, theirs, noise, self.confidence)
+        _, high = self._difference(mine, theirs, noise, self.race_confidence)
         margin = self.tolerance * abs(self.objective_interval(theirs, noise).mean)
         if high < margin:
             return "stop"  # clearly worse (or not worth a tolerance more)
@@ -296,7 +303,8 @@ class RacingPolicy:
             return "incumbent"
         return "again"
 
-    def _difference(self, mine: Samples, theirs: Samples, noise: Mapping[str, Noise]) -> tuple[float, float]:
+    def _difference(self, mine: Samples, theirs: Samples, noise: Mapping[str, Noise],
+                    confidence: float) -> tuple[float, float]:
         """Interval of (challenger mean - incumbent mean) of the objective."""
         a = self.objective_interval(mine, noise)
         b = self.objective_interval(theirs, noise)
@@ -304,7 +312,7 @@ class RacingPolicy:
             return (-math.inf, -math.inf) if not math.isfinite(a.mean) else (math.inf, math.inf)
         cv = noise[OBJECTIVE].cv
         se = math.sqrt((cv * a.mean) ** 2 / a.n + (cv * b.mean) ** 2 / b.n)
-        q = t_quantile(self.confidence, noise[OBJECTIVE].dof)
+        q = t_quantile(confidence, noise[OBJECTIVE].dof)
         diff = a.mean - b.mean
         return diff - q * se, diff + q * se
 
@@ -342,7 +350,8 @@ class RacingPolicy:
         samples = trials[key]
         iv = self.objective_interval(samples, noise)
         sign = 1.0 if self.goal.objective.direction == "maximize" else -1.0
-        shown = Interval(sign * iv.mean, *sorted((sign * iv.low, sign * iv.high)), iv.n, iv.confidence)
+        low, high = sorted((sign * iv.low, sign * iv.high))
+        shown = Interval(sign * iv.mean, low, high, iv.n, iv.confidence)
         return {
             "metrics": Goal.mean_metrics(samples),
             "objective": self.goal.objective.name,

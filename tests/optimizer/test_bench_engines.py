@@ -1,0 +1,33 @@
+"""Smoke test of the engine benchmark (bench/engines.py --quick, cut down further)."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "engines.py"
+
+
+def test_quick_benchmark_prints_a_table_and_writes_csv_and_plot(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    spec = importlib.util.spec_from_file_location("bench_engines", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_engines"] = module
+    spec.loader.exec_module(module)
+    code = module.main(["--quick", "--seeds", "1", "--budget", "20", "--scenarios", "benson-tcp",
+                        "--contenders", "bayes,random,optuna-tpe", "--optimum-evals", "300",
+                        "--workers", "1", "--out", str(tmp_path)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "== benson-tcp" in out and "optuna-tpe" in out and "to 99%" in out
+    rows = list(csv.DictReader((tmp_path / "engines.csv").open()))
+    assert {r["contender"] for r in rows} == {"bayes", "random", "optuna-tpe"}
+    assert (tmp_path / "convergence-benson-tcp.png").stat().st_size > 1000
+    # bayes starts with the baseline profile, which is at the model's optimum for Benson TCP.
+    bayes = next(r for r in rows if r["contender"] == "bayes")
+    assert float(bayes["q20"]) == pytest.approx(1.0, abs=1e-6)

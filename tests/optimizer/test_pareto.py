@@ -1,0 +1,84 @@
+"""Pareto dominance, non-dominated sorting, crowding distance and MultiScore."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from nictune.optimizer import Goal, MultiScore, Score
+from nictune.optimizer.pareto import (
+    constrained_dominates,
+    crowding_distance,
+    dominates,
+    hypervolume_2d,
+    non_dominated_sort,
+    pareto_front,
+    vector_of,
+)
+
+
+def test_dominates_needs_one_strictly_better_and_none_worse() -> None:
+    assert dominates((2.0, 2.0), (1.0, 2.0))
+    assert not dominates((2.0, 2.0), (2.0, 2.0))
+    assert not dominates((3.0, 1.0), (1.0, 3.0))
+    assert not dominates((1.0, 3.0), (3.0, 1.0))
+    with pytest.raises(ValueError):
+        dominates((1.0,), (1.0, 2.0))
+
+
+def test_non_dominated_sort_builds_fronts_in_order() -> None:
+    vectors = [(1.0, 5.0), (2.0, 2.0), (5.0, 1.0), (1.0, 1.0), (0.0, 0.0), (4.0, 4.0), (4.0, 4.0)]
+    fronts = non_dominated_sort(vectors)
+    assert fronts == [[0, 2, 5, 6], [1], [3], [4]]
+    assert sorted(i for f in fronts for i in f) == list(range(len(vectors)))
+
+
+def test_crowding_distance_boundaries_are_infinite() -> None:
+    d = crowding_distance([(0.0, 4.0), (1.0, 3.0), (3.0, 1.0), (4.0, 0.0)])
+    assert math.isinf(d[0]) and math.isinf(d[3])
+    # Point 1 has neighbours at x 0 and 3, y 4 and 1: (3/4) + (3/4).
+    assert d[1] == pytest.approx(1.5)
+    assert d[2] == pytest.approx((4 - 1) / 4 + (3 - 0) / 4)
+
+
+def test_pareto_front_keeps_feasible_non_dominated_items_only() -> None:
+    items = [
+        ("a", MultiScore(True, 10.0, 0.0, (10.0, -5.0))),
+        ("b", MultiScore(True, 8.0, 0.0, (8.0, -1.0))),
+        ("c", MultiScore(True, 7.0, 0.0, (7.0, -2.0))),   # dominated by b
+        ("d", MultiScore(False, 50.0, 1.0, (50.0, 0.0))),  # infeasible: never on the front
+        ("e", Score.failed()),
+    ]
+    front = [name for name, _ in pareto_front(items)]
+    assert front == ["a", "b"]
+    assert pareto_front([("x", Score(False, 1.0, 2.0))]) == []
+
+
+def test_constrained_domination_follows_debs_rule() -> None:
+    feasible = MultiScore(True, 1.0, 0.0, (1.0, 1.0))
+    small = Score(False, 100.0, 0.5)
+    large = Score(False, 100.0, 2.0)
+    assert constrained_dominates(feasible, small)
+    assert constrained_dominates(small, large)
+    assert not constrained_dominates(large, small)
+    assert not constrained_dominates(small, feasible)
+
+
+def test_multiscore_ranks_like_its_score_and_carries_every_objective() -> None:
+    goal = Goal.from_names(["throughput", "interrupts"], ["loss<=0.1"])
+    metrics = {"throughput_gbps": 30.0, "interrupts_per_gb": 2000.0, "loss_pct": 0.0}
+    score = MultiScore.from_goal(goal, metrics)
+    assert score.values == (30.0, -2000.0)
+    assert vector_of(score) == (30.0, -2000.0)
+    assert vector_of(Score(True, 3.0)) == (3.0,)
+    assert score == MultiScore(True, 30.0, 0.0, (30.0, -1.0))  # ranks by the first objective
+    assert score > MultiScore(True, 29.0, 0.0, (29.0, 0.0))
+    with pytest.raises(ValueError):
+        MultiScore(True, 1.0, 0.0, (1.0, math.nan))
+
+
+def test_hypervolume_2d() -> None:
+    assert hypervolume_2d([(2.0, 1.0), (1.0, 2.0)], (0.0, 0.0)) == pytest.approx(3.0)
+    assert hypervolume_2d([(2.0, 1.0), (1.0, 2.0), (1.0, 1.0)], (0.0, 0.0)) == pytest.approx(3.0)
+    assert hypervolume_2d([(-1.0, 5.0)], (0.0, 0.0)) == 0.0

@@ -1,0 +1,118 @@
+"""Adaptive repeats: Student t, noise pooling, decisions, recommendation on the mean."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from nictune.measure.sim import PROFILES, SimTestbed
+from nictune.measure.workloads import get_workload
+from nictune.optimizer import Goal, RacingPolicy
+from nictune.optimizer.racing import t_cdf, t_quantile
+from nictune.search_spaces import load_space
+
+GOAL = Goal.from_names(["throughput"])
+
+
+def tp(*values: float) -> list[dict[str, float]]:
+    return [{"throughput_gbps": v} for v in values]
+
+
+def test_student_t_matches_tables() -> None:
+    assert t_quantile(0.95, 5) == pytest.approx(2.5706, abs=1e-3)
+    assert t_quantile(0.90, 10) == pytest.approx(1.8125, abs=1e-3)
+    assert t_quantile(0.99, 2) == pytest.approx(9.9248, abs=1e-2)
+    assert t_quantile(0.95, 1e6) == pytest.approx(1.95996, abs=1e-3)
+    assert t_cdf(0.0, 3) == pytest.approx(0.5)
+
+
+def test_noise_is_pooled_from_repeats_and_shrunk_to_the_prior() -> None:
+    policy = RacingPolicy(GOAL, prior_cv=0.05, prior_dof=2)
+    assert policy.noise({"a": tp(10.0)})["objective"].cv == pytest.approx(0.05)
+    rng = random.Random(1)
+    trials = {str(i): tp(*(m * (1 + rng.gauss(0, 0.02)) for _ in range(4)))
+              for i, m in enumerate([5.0, 10.0, 20.0, 40.0] * 10)}
+    noise = policy.noise(trials)["objective"]
+    assert noise.measured_dof == 120
+    assert 0.016 < noise.cv < 0.025
+    report = policy.noise_report(trials)
+    assert report["objective"]["measured_dof"] == 120.0
+
+
+def test_noise_estimate_recovers_the_simulated_testbeds_noise() -> None:
+    space = load_space("benson-40g")
+    bed = SimTestbed(PROFILES["sim:benson-40g"], noise=0.03)
+    wl = get_workload("tcp")
+    trials = {}
+    for i in range(15):
+        config = space.sample(random.Random(i))
+        trials[config.hash] = [s.metrics for s in bed.measure(space.settings(config), wl, 3, i).samples]
+    cv = RacingPolicy(GOAL, prior_cv=0.10).noise(trials)["objective"].cv
+    assert 0.018 < cv < 0.045  # lognormal 3% noise, clipped at the wire rate
+
+
+def test_clearly_worse_stops_close_repeats_and_limit_ends() -> None:
+    policy = RacingPolicy(GOAL, max_repeats=3, prior_cv=0.03)
+    trials = {"inc": tp(40.0, 40.2, 39.8), "bad": tp(30.0), "close": tp(39.9)}
+    assert policy.decide(trials, "bad", "inc") == "stop"
+    assert policy.decide(trials, "close", "inc") == "again"
+    trials["close"] = tp(39.9, 40.1, 40.0)
+    assert policy.decide(trials, "close", "inc") == "done"
+    # The first configuration has no one to race against.
+    assert policy.decide({"x": tp(1.0)}, "x", None) == "done"
+
+
+def test_a_close_challenger_with_more_samples_asks_for_the_incumbent() -> None:
+    policy = RacingPolicy(GOAL, max_repeats=4, prior_cv=0.03)
+    trials = {"inc": tp(40.0), "c": tp(40.3, 39.9)}
+    assert policy.decide(trials, "c", "inc") == "incumbent"
+
+
+def test_clearly_better_needs_a_confirmation_then_is_done() -> None:
+    policy = RacingPolicy(GOAL, max_repeats=5, prior_cv=0.02)
+    trials = {"inc": tp(20.0, 20.1, 19.9), "new": tp(35.0)}
+    assert policy.decide(trials, "new", "inc") == "again"
+    trials["new"] = tp(35.0, 34.8)
+    assert policy.decide(trials, "new", "inc") == "done"
+
+
+def test_recommendation_uses_the_mean_not_the_luckiest_sample() -> None:
+    policy = RacingPolicy(GOAL, prior_cv=0.03)
+    # "lucky" has the single best sample; "solid" the best lower confidence bound.
+    trials = {"lucky": tp(40.6), "solid": tp(39.8, 40.0, 40.1), "worse": tp(37.0, 39.0)}
+    assert policy.recommend(trials) == "solid"
+    assert policy.final_repeats(trials, "solid") == 0
+    assert policy.final_repeats(trials, "lucky") == 2
+    summary = policy.summary(trials, "solid")
+    iv = summary["interval"]
+    assert iv["low"] < 39.97 < iv["high"] and iv["n"] == 3
+    assert "±" in summary["text"] and "Gbit/s" in summary["text"]
+
+
+def test_constraints_stop_sure_violators_and_prefer_feasible_means() -> None:
+    goal = Goal.from_names(["throughput"], ["loss<=0.1"])
+    policy = RacingPolicy(goal, prior_cv=0.05)
+    ok = [{"throughput_gbps": 7.0, "loss_pct": 0.02}] * 2
+    lossy = [{"throughput_gbps": 9.0, "loss_pct": 5.0}]
+    trials = {"ok": ok, "lossy": lossy}
+    assert policy.decide(trials, "lossy", "ok") == "stop"
+    assert policy.recommend(trials) == "ok"
+    assert policy.recommend({"lossy": lossy}) == "lossy"  # nothing feasible: least violation
+    assert policy.recommend({}) is None
+
+
+def test_minimised_objectives_race_on_the_oriented_value() -> None:
+    goal = Goal.from_names(["interrupts"])
+    policy = RacingPolicy(goal, prior_cv=0.02)
+    trials = {"few": [{"interrupts_per_gb": 1000.0}] * 3, "many": [{"interrupts_per_gb": 5000.0}]}
+    assert policy.decide(trials, "many", "few") == "stop"
+    assert policy.recommend(trials) == "few"
+    assert policy.summary(trials, "few")["interval"]["mean"] == pytest.approx(1000.0)
+
+
+def test_invalid_settings_are_rejected() -> None:
+    with pytest.raises(ValueError):
+        RacingPolicy(GOAL, max_repeats=0)
+    with pytest.raises(ValueError):
+        RacingPolicy(GOAL, confidence=1.0)
