@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from nictune.errors import InvalidInputError
+from nictune.formatting import format_number
 from nictune.measure._base import METRICS, Testbed
 
 console = Console()
@@ -54,16 +55,7 @@ def summarise(samples: Sequence[dict[str, float]]) -> dict[str, dict[str, float]
 
 def fmt(value: float) -> str:
     """A metric value with sensible precision."""
-    if value == 0:
-        return "0"
-    mag = abs(value)
-    if mag >= 1000:
-        return f"{value:,.0f}"
-    if mag >= 10:
-        return f"{value:.1f}"
-    if mag >= 0.01:
-        return f"{value:.3f}"
-    return f"{value:.2e}"
+    return format_number(value)
 
 
 def print_json(data: Any) -> None:

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from nictune.errors import MeasurementError
+from nictune.formatting import format_number
 from nictune.measure._base import METRICS
 from nictune.optimizer.pareto import MultiScore, pareto_front
 from nictune.report.data import JobData, TrialData, median
@@ -43,20 +44,7 @@ _BEST, _DEFAULT, _OTHER, _BAD = "#d62728", "#1f77b4", "#7f7f7f", "#ff7f0e"
 
 def fmt(value: float) -> str:
     """A number with sensible precision (as the CLI prints them)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    if value == 0:
-        return "0"
-    mag = abs(value)
-    if mag >= 1000:
-        return f"{value:,.0f}"
-    if mag >= 10:
-        return f"{value:.1f}"
-    if mag >= 0.01:
-        return f"{value:.3f}"
-    return f"{value:.2e}"
+    return format_number(value)
 
 
 def _figure(job: JobData, width: float, height: float) -> Figure:
