@@ -11,6 +11,7 @@ from typing import Any
 
 from nictune.export import _safe
 from nictune.export.source import Item
+from nictune.measure.appliers.ethtool import COALESCE_INTS
 from nictune.search_spaces import Family
 
 #: ethtool targets -> the label ``ethtool -g/-l/-a`` prints for them.
@@ -18,13 +19,6 @@ RINGS = {"rx": "RX", "rx-mini": "RX Mini", "rx-jumbo": "RX Jumbo", "tx": "TX"}
 CHANNELS = {"rx": "RX", "tx": "TX", "other": "Other", "combined": "Combined"}
 PAUSE = {"autoneg": "Autonegotiate", "rx": "RX", "tx": "TX"}
 COALESCE_SWITCHES = {"adaptive-rx": "Adaptive RX", "adaptive-tx": "Adaptive TX"}
-COALESCE_INTS = (
-    "rx-usecs", "rx-frames", "rx-usecs-irq", "rx-frames-irq",
-    "tx-usecs", "tx-frames", "tx-usecs-irq", "tx-frames-irq",
-    "stats-block-usecs", "sample-interval", "pkt-rate-low", "pkt-rate-high",
-    "rx-usecs-low", "rx-frames-low", "tx-usecs-low", "tx-frames-low",
-    "rx-usecs-high", "rx-frames-high", "tx-usecs-high", "tx-frames-high",
-)  # fmt: skip
 #: Short feature names ``ethtool -K`` takes -> the long names ``ethtool -k`` prints.
 FEATURES = {
     "rx": "rx-checksumming", "tx": "tx-checksumming", "sg": "scatter-gather",

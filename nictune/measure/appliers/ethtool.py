@@ -180,7 +180,8 @@ class EthtoolPauseApplier(EthtoolApplier):
     }
 
 
-_COALESCE_INT = (
+#: Integer fields of ``ethtool -C`` (the export package writes the same ones).
+COALESCE_INTS = (
     "rx-usecs", "rx-frames", "rx-usecs-irq", "rx-frames-irq",
     "tx-usecs", "tx-frames", "tx-usecs-irq", "tx-frames-irq",
     "stats-block-usecs", "sample-interval", "pkt-rate-low", "pkt-rate-high",
@@ -197,7 +198,7 @@ class EthtoolCoalesceApplier(EthtoolApplier):
     targets: ClassVar[dict[str, tuple[str, str]]] = {
         "adaptive-rx": ("adaptive-rx", "onoff"),
         "adaptive-tx": ("adaptive-tx", "onoff"),
-        **{name: (name, "int") for name in _COALESCE_INT},
+        **{name: (name, "int") for name in COALESCE_INTS},
     }
 
 
