@@ -152,7 +152,8 @@ class Client:
                    constraints: Sequence[str] = (), engine: str | None = None,
                    engine_params: Mapping[str, Any] | None = None, budget: int | None = None,
                    repeats: int | None = None, seed: int | None = None, noise: float | None = None,
-                   scenario: str | None = None, duration_s: float | None = None) -> dict[str, Any]:
+                   scenario: str | None = None, duration_s: float | None = None, racing: bool | None = None,
+                   warm_start: bool | None = None) -> dict[str, Any]:
         """Submit a job (``POST /v1/jobs``); returns the job (``id``, ``state``, ``links`` ...)."""
         body = _params({
             "testbed": testbed, "objectives": [objectives] if isinstance(objectives, str) else list(objectives),
@@ -160,6 +161,7 @@ class Client:
             "constraints": list(constraints), "engine": engine,
             "engine_params": dict(engine_params) if engine_params else None, "budget": budget,
             "repeats": repeats, "seed": seed, "noise": noise, "scenario": scenario, "duration_s": duration_s,
+            "racing": racing, "warm_start": warm_start,
         })
         return self._json("POST", "/v1/jobs", json=body)
 
@@ -254,6 +256,10 @@ class Client:
     def testbeds(self) -> dict[str, Any]:
         """Testbeds to submit to and testbeds in the history."""
         return self._json("GET", "/v1/testbeds")
+
+    def workers(self) -> dict[str, Any]:
+        """``GET /v1/workers``: the measurement workers and pools the service knows."""
+        return self._json("GET", "/v1/workers")
 
     def health(self) -> dict[str, Any]:
         """``GET /healthz`` (needs no token)."""

@@ -73,6 +73,7 @@ def build_spec(body: JobCreate, settings: ApiSettings) -> JobSpec:
     return JobSpec(
         objectives=list(body.objectives), testbed=body.testbed, workload=body.workload, space=body.space,
         engine=body.engine, engine_params=dict(body.engine_params), constraints=list(body.constraints),
-        budget=body.budget, repeats=body.repeats, seed=body.seed, noise=body.noise, scenario=body.scenario,
+        budget=body.budget, repeats=body.repeats, racing=body.racing, warm_start=body.warm_start,
+        seed=body.seed, noise=body.noise, scenario=body.scenario,
         duration_s=body.duration_s,
     )

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from nictune.api.manager import CANCEL_KEY, JobManager
 from nictune.api.queries.jobs import CompletedTrial, TrialCounts, completed_trials, configuration
-from nictune.api.schemas.jobs import BestTrial, JobLinks, JobOut, Progress
+from nictune.api.schemas.jobs import BestTrial, FrontMember, JobLinks, JobOut, Progress, Recommendation
 from nictune.api.schemas.trials import TrialOut
 from nictune.db import Configuration, Job, Trial
 from nictune.errors import NictuneError
@@ -111,7 +111,7 @@ def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | No
     eta: float | None = None
     if detailed:
         trials = completed_trials(s, job.id)
-        found = best_of(_goal(job), trials)
+        found = _recommended(job, trials) or best_of(_goal(job), trials)
         if found is not None:
             trial, score = found
             row = configuration(s, trial.configuration_id)
@@ -133,8 +133,46 @@ def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | No
         progress=Progress(done=counts.done, budget=job.budget, fraction=min(counts.done / job.budget, 1.0),
                           measured=counts.measured, cached=counts.cached, failed=counts.failed,
                           running=counts.running),
-        best=best, links=links(job.id),
+        best=best, links=links(job.id), **_search_details(job, detailed),
     )
+
+
+def _recommended(job: Job, trials: list[CompletedTrial]) -> tuple[CompletedTrial, Score] | None:
+    goal = _goal(job)
+    number = (job.stats.get("recommendation") or {}).get("number")
+    if number is None or goal is None:
+        return None
+    for trial in trials:
+        if trial.number == number and trial.summary.get("metrics"):
+            return trial, goal.score(trial.summary["metrics"])
+    return None
+
+
+def _search_details(job: Job, detailed: bool) -> dict[str, Any]:
+    """Racing, noise, warm start and Pareto front of a job (from its stats)."""
+    stats = job.stats or {}
+    out: dict[str, Any] = {
+        "racing": bool((stats.get("options") or {}).get("racing")),
+        "runs": stats.get("runs"),
+        "warm_start_reused": (stats.get("warm_start") or {}).get("configs"),
+    }
+    if not detailed:
+        return out
+    rec = stats.get("recommendation")
+    if rec:
+        iv = rec.get("interval") or {}
+        out["recommendation"] = Recommendation(
+            number=rec.get("number"), config_hash=str(rec.get("hash", "")), objective=str(rec.get("objective", "")),
+            mean=finite(iv.get("mean")), low=finite(iv.get("low")), high=finite(iv.get("high")),
+            n=int(iv.get("n", 0)), confidence=float(iv.get("confidence", 0.9)), text=str(rec.get("text", "")),
+        )
+    if stats.get("noise"):
+        out["noise"] = {name: {k: float(v) for k, v in d.items()} for name, d in stats["noise"].items()}
+    if stats.get("front") is not None:
+        out["front"] = [FrontMember(number=int(f["number"]), config_hash=str(f["hash"]),
+                                    metrics=clean_metrics(f.get("metrics")), feasible=bool(f.get("feasible")))
+                        for f in stats["front"]]
+    return out
 
 
 def trial_view(trial: Trial, config: Configuration, *, simulated: bool, testbed: str | None = None,

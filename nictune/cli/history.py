@@ -13,6 +13,7 @@ from nictune import db
 from nictune.cli._common import SIM_NOTE, console, fmt, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, history_best_remote, history_remote
+from nictune.cli.results import print_front, print_noise
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
 from nictune.optimizer import OBJECTIVES, Goal, get_objective
@@ -114,21 +115,26 @@ def show(
                   + f", workload {report['workload']}, objective {', '.join(report['objectives'])}"
                   + (f", constraints {', '.join(report['constraints'])}" if report["constraints"] else "")
                   + f", budget {report['budget']}, repeats {report['repeats']}, seed {report['seed']}")
+    if len(report["objectives"]) > 1:
+        print_front(report)
+    print_noise(report)
     table = Table()
-    for col in ("trial", "source", obj.label, "Gbps", "loss %", "irq/s", "cpu rx %", "config"):
+    for col in ("trial", "source", "runs", obj.label, "Gbps", "loss %", "irq/s", "cpu rx %", "config"):
         table.add_column(col, justify="right" if col not in ("source", "config") else "left")
     best_no = report["best"]["number"] if report.get("best") else None
     for r in rows:
         m = r["metrics"]
         mark = " *" if r["number"] == best_no else ""
         if not m:
-            table.add_row(str(r["number"]), f"{r['state']}: {r['error'] or ''}", "-", "-", "-", "-", "-",
+            table.add_row(str(r["number"]), f"{r['state']}: {r['error'] or ''}", "-", "-", "-", "-", "-", "-",
                           r["config_hash"][:12])
             continue
-        table.add_row(str(r["number"]) + mark, r["source"], fmt(obj.value(m)), fmt(m["throughput_gbps"]),
+        runs = str(r.get("repeats") or "-")
+        table.add_row(str(r["number"]) + mark, r["source"], runs, fmt(obj.value(m)), fmt(m["throughput_gbps"]),
                       fmt(m["loss_pct"]), fmt(m["interrupts_per_s"]), fmt(m["cpu_rx_pct"]), r["config_hash"][:12])
     console.print(table)
-    console.print("* best trial")
+    console.print("* recommended trial" + ("  runs: benchmark runs behind the mean (adaptive repeats)"
+                                           if report.get("racing") else ""))
 
 
 @app.command("best")

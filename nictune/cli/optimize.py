@@ -14,8 +14,10 @@ from rich.table import Table
 from nictune.cli._common import SIM_NOTE, console, err_console, fmt, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
+from nictune.cli.results import print_front, print_noise
 from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_report
+from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE
 from nictune.measure._base import METRICS
 from nictune.measure.registry import DEFAULT_TESTBED
 from nictune.measure.workloads import WORKLOADS
@@ -42,15 +44,26 @@ def register(app: typer.Typer) -> None:
 
 def optimize(
     objective: list[str] = typer.Option(
-        None, "--objective", "-o", help=f"What to optimise: {', '.join(OBJECTIVES)}."),
+        None, "--objective", "-o",
+        help=f"What to optimise: {', '.join(OBJECTIVES)}. Repeat it for a Pareto search (-o throughput -o interrupts)."),
     testbed: str = typer.Option(DEFAULT_TESTBED, "--testbed", "-t",
                                 help="sim:PROFILE (a model), veth[:NAME] or a pair YAML file."),
     workload: str = typer.Option("tcp", "--workload", "-w", help=f"One of: {', '.join(WORKLOADS)}."),
     space: str | None = typer.Option(None, "--space", help="Space name or YAML file (default: the testbed's)."),
-    engine: str = typer.Option("ga", "--engine", "-e", help="Search engine: " + ", ".join(sorted(ENGINES)) + "."),
+    engine: str | None = typer.Option(
+        None, "--engine", "-e",
+        help="Search engine: " + ", ".join(sorted(ENGINES)) + f". Default: {DEFAULT_ENGINE} for one objective, "
+             f"{DEFAULT_MULTI_ENGINE} (Pareto front) for several."),
     param: list[str] = typer.Option([], "--param", metavar="NAME=VALUE", help="Engine parameter (repeatable)."),
     budget: int = typer.Option(60, "--budget", "-b", help="Configurations to evaluate (cache hits included)."),
-    repeats: int = typer.Option(3, "--repeats", "-r", help="Benchmark runs per configuration."),
+    repeats: int = typer.Option(
+        3, "--repeats", "-r",
+        help="Most benchmark runs per configuration. With racing a configuration is run once, and again "
+             "only while it could be the best; with --no-racing always this many."),
+    racing: bool = typer.Option(True, "--racing/--no-racing",
+                                help="Adaptive repeats: spend runs only on configurations that could win."),
+    warm_start: bool = typer.Option(True, "--warm-start/--no-warm-start",
+                                    help="Start from earlier measurements on this testbed and workload."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the engine (random when not given)."),
     constraint: list[str] = typer.Option([], "--constraint", "-c", metavar="EXPR",
                                          help="e.g. loss<=0.1, cpu_rx_pct<=80, throughput_gbps>=30 (repeatable)."),
@@ -78,6 +91,7 @@ def optimize(
             "testbed": testbed, "objectives": objective, "workload": workload, "space": space, "engine": engine,
             "engine_params": _parse_params(param), "constraints": constraint, "budget": budget,
             "repeats": repeats, "seed": seed, "noise": noise, "scenario": scenario, "duration_s": duration,
+            "racing": racing, "warm_start": warm_start,
         }, json_out)
         return
     dbe = open_db(db_url)
@@ -87,13 +101,10 @@ def optimize(
                                     allowed=", ".join(OBJECTIVES))
         for name in objective:
             get_objective(name)
-        if len(objective) > 1:
-            # The nsga2 engine exists, but the job loop does not feed it Pareto scores yet.
-            raise InvalidInputError("one --objective per job for now (Pareto search is not wired into jobs yet)",
-                                    field="objective", allowed="one objective")
         spec = JobSpec(objectives=objective, testbed=testbed, workload=workload, space=space, engine=engine,
                        engine_params=_parse_params(param), constraints=constraint, budget=budget,
-                       repeats=repeats, seed=seed, noise=noise, scenario=scenario, duration_s=duration)
+                       repeats=repeats, seed=seed, noise=noise, scenario=scenario, duration_s=duration,
+                       racing=racing, warm_start=warm_start)
         if testbed == DEFAULT_TESTBED and not json_out:
             console.print(f"testbed: {DEFAULT_TESTBED} (default; {SIM_NOTE}). "
                           "Use --testbed for a real pair.")
@@ -192,19 +203,44 @@ def _json_result(report: dict[str, Any]) -> dict[str, Any]:
             "metrics": default["metrics"], "spread": default["spread"],
         },
         "changes": report.get("changes", []),
+        "recommendation": report.get("recommendation"),
+        "noise": report.get("noise"),
+        "runs": report.get("runs"),
+        "racing": report.get("racing"),
+        "warm_start": _warm_summary(report.get("warm_start")),
+        "front": [_front_row(row) for row in report.get("front") or []],
     }
+
+
+def _warm_summary(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    return {"reused": int(raw.get("configs", 0)), "used_by_engine": bool(raw.get("supported"))}
+
+
+def _front_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {"trial": row["number"], "config_hash": row["config_hash"], "config": json.loads(row["config"]),
+            "metrics": row["metrics"]}
 
 
 def _print_result(report: dict[str, Any]) -> None:
     best, default = report.get("best"), report.get("default")
+    runs = f" ({report['runs']} benchmark runs)" if report.get("runs") else ""
     console.print(
-        f"job {report['job_id']} {report['state']}: {report['trials']} trials, {report['measured']} measured, "
-        f"{report['cached']} from the cache, {report['failed']} failed"
+        f"job {report['job_id']} {report['state']}: {report['trials']} trials, {report['measured']} measured"
+        f"{runs}, {report['cached']} from the cache, {report['failed']} failed"
         + (f" ({SIM_NOTE})" if report["simulated"] else "")
     )
+    warm = _warm_summary(report.get("warm_start"))
+    if warm is not None and warm["reused"]:
+        console.print(f"warm start: {warm['reused']} configurations measured earlier on this testbed and workload "
+                      + ("were reused" if warm["used_by_engine"] else f"(engine {report['engine']} cannot use them)"))
     if best is None:
         console.print("no trial completed")
         return
+    if len(report["objectives"]) > 1:
+        print_front(report)
+    print_noise(report)
     if not report.get("best_feasible", True):
         console.print("[yellow]no configuration met every constraint; the best shown breaks the fewest[/]")
     changes = Table(title=f"best configuration (trial {best['number']}, {best['config_hash'][:12]}): "

@@ -59,6 +59,19 @@ def _print_remote_result(job: dict[str, Any], label: str) -> None:
     if not best:
         console.print("no trial completed")
         return
+    if job.get("front"):
+        front = Table(title="Pareto front" + (" (simulated)" if job.get("simulated") else ""))
+        names = [get_objective(name) for name in job["objectives"]]
+        front.add_column("trial", justify="right")
+        for obj in names:
+            front.add_column(obj.label, justify="right")
+        front.add_column("config")
+        for row in job["front"]:
+            front.add_row(str(row["number"]), *(fmt(obj.value(row["metrics"])) for obj in names),
+                          row["config_hash"][:12])
+        console.print(front)
+    if job.get("recommendation"):
+        console.print(f"recommended (best lower confidence bound): {job['recommendation']['text']}")
     table = Table(title=f"best configuration (trial {best['number']}, {best['config_hash'][:12]})")
     table.add_column("knob")
     table.add_column("value")

@@ -29,6 +29,7 @@ from nictune.db.models import (
 from nictune.db.repository import (
     MeasurementTotals,
     Sample,
+    add_measurements,
     cached_samples,
     complete_trial,
     configuration_measurements,
@@ -64,6 +65,7 @@ __all__ = [
     "TrialSource",
     "TrialState",
     "Workload",
+    "add_measurements",
     "alembic_config",
     "cached_samples",
     "canonical_json",

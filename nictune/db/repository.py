@@ -29,6 +29,7 @@ from nictune.db.queries import (
 )
 from nictune.db.trials import (
     Sample,
+    add_measurements,
     complete_trial,
     fail_trial,
     job_trials,
@@ -39,6 +40,7 @@ from nictune.db.trials import (
 __all__ = [
     "MeasurementTotals",
     "Sample",
+    "add_measurements",
     "cached_samples",
     "complete_trial",
     "configuration_measurements",

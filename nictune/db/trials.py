@@ -104,6 +104,22 @@ def _metrics(sample: Sample, repeat: int) -> dict[str, float]:
     return metrics
 
 
+def _measurement(trial: Trial, sample: Sample, repeat: int) -> Measurement:
+    metrics = _metrics(sample, repeat)
+    job = trial.job
+    return Measurement(
+        repeat=repeat,
+        testbed_id=job.testbed_id,
+        workload_id=job.workload_id,
+        configuration_id=trial.configuration_id,
+        metrics=metrics,
+        counters=dict(sample.counters),
+        started_at=as_utc(sample.started_at),
+        finished_at=as_utc(sample.finished_at),
+        **{name: metrics.get(name) for name in MAIN_METRICS},
+    )
+
+
 @maps_storage_errors
 def complete_trial(
     s: Session,
@@ -150,22 +166,8 @@ def complete_trial(
             "a cache trial stores no measurements of its own; pass no samples and put "
             "the cached means in the summary", field="samples",
         )
-    job = trial.job
     for repeat, sample in enumerate(sample_list):
-        metrics = _metrics(sample, repeat)
-        trial.measurements.append(
-            Measurement(
-                repeat=repeat,
-                testbed_id=job.testbed_id,
-                workload_id=job.workload_id,
-                configuration_id=trial.configuration_id,
-                metrics=metrics,
-                counters=dict(sample.counters),
-                started_at=as_utc(sample.started_at),
-                finished_at=as_utc(sample.finished_at),
-                **{name: metrics.get(name) for name in MAIN_METRICS},
-            )
-        )
+        trial.measurements.append(_measurement(trial, sample, repeat))
     trial.state = TrialState.COMPLETED.value
     trial.source = trial_source.value
     trial.summary = dict(summary)
@@ -174,6 +176,32 @@ def complete_trial(
         trial.notes = list(notes)
     trial.error = None
     trial.finished_at = utcnow()
+    s.flush()
+
+
+@maps_storage_errors
+def add_measurements(
+    s: Session, trial: Trial, samples: Sequence[Sample], summary: Mapping[str, Any]
+) -> None:
+    """Add more repeats to a completed trial (an incumbent measured again) and replace its
+    summary. A trial answered from the cache becomes ``measured``: it now has numbers of
+    its own, and they feed the cache like any other measurement.
+
+    Raises:
+        JobError: the trial is not completed.
+        InvalidInputError: a metric is not a finite number, or no samples.
+        StorageError: the database failed.
+    """
+    if trial.state != TrialState.COMPLETED:
+        raise JobError(f"trial {trial.number} of job {trial.job_id} is {trial.state}, not completed")
+    sample_list = list(samples)
+    if not sample_list:
+        raise InvalidInputError("no samples to add", field="samples")
+    first = len(trial.measurements)
+    for offset, sample in enumerate(sample_list):
+        trial.measurements.append(_measurement(trial, sample, first + offset))
+    trial.source = TrialSource.MEASURED.value
+    trial.summary = dict(summary)
     s.flush()
 
 

@@ -29,6 +29,7 @@ def trial_rows(trials: list[db.Trial]) -> list[dict[str, Any]]:
             "config": t.configuration.canonical,
             "metrics": summary.get("metrics", {}),
             "spread": summary.get("spread", {}),
+            "repeats": summary.get("repeats"),
             "score": summary.get("score"),
             "error": t.error,
         })
@@ -45,6 +46,8 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
         goal = Goal.from_names(list(job.objectives), list(job.constraints))
         trials = db.job_trials(s, job_id)
         rows = trial_rows(trials)
+        recommended_id = job.best_trial_id
+        recommended = next((t.number for t in trials if t.id == recommended_id), None)
         info: dict[str, Any] = {
             "job_id": job.id,
             "state": job.state,
@@ -70,7 +73,18 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     info["measured"] = sum(r["source"] == "measured" and r["state"] == "completed" for r in rows)
     info["cached"] = sum(r["source"] == "cache" for r in rows)
     info["failed"] = sum(r["state"] == "failed" for r in rows)
-    best = max(completed, key=lambda r: goal.score(r["metrics"]), default=None)
+    # The job's recommendation (best lower confidence bound, see optimizer.racing) when it
+    # has one; older or unfinished jobs: the best mean.
+    best = next((r for r in completed if r["number"] == recommended), None)
+    if best is None:
+        best = max(completed, key=lambda r: goal.score(r["metrics"]), default=None)
+    stats = info["stats"]
+    info["recommendation"] = stats.get("recommendation")
+    info["noise"] = stats.get("noise")
+    info["runs"] = stats.get("runs")
+    info["racing"] = bool((stats.get("options") or {}).get("racing"))
+    info["warm_start"] = stats.get("warm_start")
+    info["front"] = [r for r in completed if r["number"] in {f["number"] for f in stats.get("front") or []}]
     default_hash = space.default().hash
     default = next((r for r in completed if r["config_hash"] == default_hash), None)
     info["best"] = best

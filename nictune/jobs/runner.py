@@ -1,19 +1,23 @@
-"""The job loop: engine.ask -> fitness cache or testbed -> database -> engine.tell.
+"""The job loop: engine.ask -> fitness cache or executor -> database -> engine.tell.
 
-This is the one place where engines, testbeds and the database meet. Every trial is
+This is the one place where engines, executors and the database meet. Every trial is
 committed before it is measured (state ``running``) and again when it ends, so killing
-the process at any moment loses at most the trial in flight. A job is resumed by replaying
-its stored trials, in order, through a fresh engine with the job's seed: engines are
-deterministic, so the replay reaches exactly the state the job had when it stopped.
+the process at any moment loses at most the trials in flight. A job is resumed by
+replaying its stored trials, in order, through a fresh engine with the job's seed:
+engines are deterministic, and each trial stores the metrics its engine was told
+(``summary["told"]``), so the replay reaches exactly the state the job had when it stopped.
+
+Each batch the engine asks for (a GA generation, a Bayesian batch) is evaluated with up
+to ``executor.slots`` trials at once (one per testbed of a pool; 1 for a local testbed),
+and told to the engine in trial-number order when the whole batch is done.
 """
 
 from __future__ import annotations
 
-import hashlib
 import random
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -21,16 +25,39 @@ from typing import Any
 from sqlalchemy.engine import Engine as DbEngine
 
 from nictune import db
-from nictune.errors import InvalidInputError, JobError, MeasurementError
-from nictune.measure._base import Sample, Testbed, Workload
-from nictune.measure.registry import open_testbed
+from nictune.errors import InvalidInputError, JobError
+from nictune.executors import Executor, LocalExecutor
+from nictune.jobs import warm
+from nictune.jobs.evaluate import JobContext, Race, TrialEvent, evaluate, remeasure, summary_of
+from nictune.measure._base import Workload
 from nictune.measure.workloads import get_workload
-from nictune.optimizer import Goal, Score, make_engine
+from nictune.optimizer import ENGINES, Goal, Score, make_engine
 from nictune.optimizer._base import Engine
+from nictune.optimizer.pareto import pareto_front
+from nictune.optimizer.racing import RacingPolicy
 from nictune.search_spaces import Configuration, SearchSpace, load_space, space_from_dict
+
+__all__ = ["JobOutcome", "JobRunner", "JobSpec", "Prepared", "TrialEvent", "create_job", "default_engine",
+           "summary_of"]
 
 #: Engines are asked for at most this many configurations at a time.
 MAX_BATCH = 64
+#: The engine a job gets when none is named: one objective / several objectives.
+DEFAULT_ENGINE = "bayes"
+DEFAULT_MULTI_ENGINE = "nsga2"
+#: Engines that search for a Pareto front (or do not care how scores rank).
+MULTI_OBJECTIVE_ENGINES = ("nsga2", "random")
+
+ExecutorFactory = Callable[[str, "float | None"], Executor]
+
+
+def _local_executor(testbed: str, noise: float | None) -> Executor:
+    return LocalExecutor(testbed, noise=noise)
+
+
+def default_engine(objectives: Sequence[str]) -> str:
+    """The engine used when a job names none (see the README for the benchmark behind it)."""
+    return DEFAULT_MULTI_ENGINE if len(objectives) > 1 else DEFAULT_ENGINE
 
 
 @dataclass(frozen=True)
@@ -41,7 +68,7 @@ class JobSpec:
     testbed: str
     workload: str = "tcp"
     space: str | Mapping[str, Any] | None = None
-    engine: str = "ga"
+    engine: str | None = None
     engine_params: Mapping[str, Any] = field(default_factory=dict)
     constraints: Sequence[str] = ()
     budget: int = 60
@@ -50,22 +77,12 @@ class JobSpec:
     noise: float | None = None
     scenario: str | None = None
     duration_s: float | None = None
+    racing: bool = True
+    warm_start: bool = True
 
-
-@dataclass
-class TrialEvent:
-    """What the loop reports after each trial (for progress bars and event streams)."""
-
-    job_id: int
-    number: int
-    budget: int
-    config: Configuration
-    source: str  # measured | cache | replayed | failed
-    metrics: dict[str, float]
-    score: Score
-    best_number: int | None
-    best_metrics: dict[str, float]
-    error: str | None = None
+    @property
+    def engine_name(self) -> str:
+        return self.engine or default_engine(self.objectives)
 
 
 @dataclass
@@ -81,7 +98,7 @@ class JobOutcome:
 @dataclass
 class Prepared:
     space: SearchSpace
-    testbed: Testbed
+    executor: Executor
     workload: Workload
     goal: Goal
     engine: Engine
@@ -94,15 +111,26 @@ def _start_configs(space: SearchSpace) -> list[Configuration]:
     return starts
 
 
-def _load_space(spec_space: str | Mapping[str, Any] | None, testbed: Testbed) -> SearchSpace:
+def _load_space(spec_space: str | Mapping[str, Any] | None, executor: Executor) -> SearchSpace:
     if spec_space is None:
-        return load_space(testbed.default_space())
+        return load_space(executor.default_space())
     if isinstance(spec_space, str):
         return load_space(spec_space)
     return space_from_dict(dict(spec_space))
 
 
-def create_job(dbe: DbEngine, spec: JobSpec) -> int:
+def _check_engine(engine: str, objectives: Sequence[str]) -> None:
+    if len(objectives) > 1 and engine not in MULTI_OBJECTIVE_ENGINES:
+        raise InvalidInputError(
+            f"engine {engine!r} optimizes one objective; {len(objectives)} objectives need a Pareto search: "
+            f"use engine {' or '.join(MULTI_OBJECTIVE_ENGINES)} (or leave the engine out)",
+            field="engine", allowed=", ".join(MULTI_OBJECTIVE_ENGINES),
+        )
+    if engine not in ENGINES:
+        raise InvalidInputError(f"unknown engine {engine!r}", field="engine", allowed=", ".join(sorted(ENGINES)))
+
+
+def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactory | None = None) -> int:
     """Validate ``spec`` and store it as a pending job; returns the job id.
 
     Raises:
@@ -115,23 +143,28 @@ def create_job(dbe: DbEngine, spec: JobSpec) -> int:
         raise InvalidInputError(f"repeats must be between 1 and 100, got {spec.repeats}",
                                 field="repeats", allowed="1..100")
     goal = Goal.from_names(list(spec.objectives), list(spec.constraints))
+    engine_name = spec.engine_name
+    _check_engine(engine_name, [o.name for o in goal.objectives])
     workload = get_workload(spec.workload, scenario=spec.scenario, duration_s=spec.duration_s)
     seed = spec.seed if spec.seed is not None else random.SystemRandom().randrange(2**31)
-    with open_testbed(spec.testbed, noise=spec.noise) as bed:
-        space = _load_space(spec.space, bed)
+    with (executor_factory or _local_executor)(spec.testbed, spec.noise) as executor:
+        space = _load_space(spec.space, executor)
         # Fails early on unknown engines and bad parameters.
-        make_engine(spec.engine, space, seed=seed, params=dict(spec.engine_params),
+        make_engine(engine_name, space, seed=seed, params=dict(spec.engine_params),
                     start=_start_configs(space))
         with db.session_scope(dbe) as s:
-            tb = db.get_or_create_testbed(s, bed.name, bed.kind, bed.fingerprint())
+            tb = db.get_or_create_testbed(s, executor.testbed, executor.kind, executor.fingerprint())
             wl = db.get_or_create_workload(s, workload.name, workload.key())
             job = db.create_job(
                 s, space_name=space.name, space_definition=space.definition, testbed=tb, workload=wl,
                 objectives=[o.name for o in goal.objectives], constraints=[str(c) for c in goal.constraints],
-                engine=spec.engine, engine_params=dict(spec.engine_params), budget=spec.budget,
+                engine=engine_name, engine_params=dict(spec.engine_params), budget=spec.budget,
                 repeats=spec.repeats, seed=seed,
             )
-            job.stats = {"measured": 0, "cached": 0, "failed": 0}
+            job.stats = {"measured": 0, "cached": 0, "failed": 0, "runs": 0,
+                         # Racing compares one objective; Pareto jobs measure fixed repeats.
+                         "options": {"racing": spec.racing and len(goal.objectives) == 1,
+                                     "warm_start": spec.warm_start}}
             return int(job.id)
 
 
@@ -140,28 +173,9 @@ def _noise_of(fingerprint: Mapping[str, Any]) -> float | None:
     return float(raw) if raw is not None else None
 
 
-def _trial_seed(job_seed: int, number: int) -> int:
-    digest = hashlib.sha256(f"{job_seed}:{number}".encode()).digest()
-    return int.from_bytes(digest[:4], "big")
-
-
-@dataclass
-class _CachedSample:
-    metrics: dict[str, float]
-    started_at: datetime
-    finished_at: datetime
-    counters: dict[str, Any] = field(default_factory=dict)
-
-
-def summary_of(goal: Goal, repeats: Sequence[Mapping[str, float]]) -> dict[str, Any]:
-    """What a trial keeps as its summary: mean, spread and score."""
-    mean = Goal.mean_metrics(repeats)
-    return {
-        "metrics": mean,
-        "spread": Goal.spread(repeats),
-        "repeats": len(repeats),
-        "score": goal.score(mean).as_dict(),
-    }
+def policy_for(goal: Goal, repeats: int) -> RacingPolicy:
+    """The racing policy of a job: at most ``repeats`` runs per configuration."""
+    return RacingPolicy(goal, max_repeats=repeats)
 
 
 class JobRunner:
@@ -170,7 +184,9 @@ class JobRunner:
     Args:
         dbe: the database engine (``nictune.db.open_database``).
         on_trial: called after every trial with a :class:`TrialEvent`.
-        stop: when set, the job stops after the trial in flight and ends ``interrupted``.
+        stop: when set, the job stops after the trials in flight and ends ``interrupted``.
+        on_notice: called with messages for the user (settings restored, warm start ...).
+        executor_factory: ``(testbed, noise) -> Executor``; the local executor by default.
     """
 
     def __init__(
@@ -180,11 +196,17 @@ class JobRunner:
         on_trial: Callable[[TrialEvent], None] | None = None,
         stop: threading.Event | None = None,
         on_notice: Callable[[str], None] | None = None,
+        executor_factory: ExecutorFactory | None = None,
     ):
         self.dbe = dbe
         self.on_trial = on_trial
         self.on_notice = on_notice
         self.stop = stop or threading.Event()
+        self.executor_factory = executor_factory or _local_executor
+
+    def _notice(self, text: str) -> None:
+        if self.on_notice:
+            self.on_notice(text)
 
     def prepare(self, job_id: int) -> Prepared:
         with db.session_scope(self.dbe) as s:
@@ -196,18 +218,17 @@ class JobRunner:
             goal = Goal.from_names(list(job.objectives), list(job.constraints))
             engine = make_engine(job.engine, space, seed=job.seed, params=dict(job.engine_params),
                                  start=_start_configs(space))
-        testbed = open_testbed(testbed_name, noise=_noise_of(fingerprint))
-        for notice in testbed.notices:
-            if self.on_notice:
-                self.on_notice(notice)
-        if testbed.fingerprint() != fingerprint:
-            testbed.close()
+        executor = self.executor_factory(testbed_name, _noise_of(fingerprint))
+        for notice in executor.notices:
+            self._notice(notice)
+        if executor.fingerprint() != fingerprint:
+            executor.close()
             raise JobError(
                 f"job {job_id} was measured on a testbed with fingerprint {fingerprint}; "
-                f"{testbed_name} now reports {testbed.fingerprint()}: results would not be comparable"
+                f"{testbed_name} now reports {executor.fingerprint()}: results would not be comparable"
             )
         workload = Workload(**wl_def)
-        return Prepared(space, testbed, workload, goal, engine)
+        return Prepared(space, executor, workload, goal, engine)
 
     def run(self, job_id: int) -> JobOutcome:
         """Run job ``job_id`` to its budget (or until stopped), resuming what it already did."""
@@ -215,127 +236,217 @@ class JobRunner:
         try:
             return self._loop(job_id, prep)
         finally:
-            prep.testbed.close()
+            prep.executor.close()
 
-    def _loop(self, job_id: int, prep: Prepared) -> JobOutcome:
-        goal, engine = prep.goal, prep.engine
+    # ------------------------------------------------------------------ the loop
+    def _context(self, job_id: int, prep: Prepared) -> tuple[JobContext, dict[int, Any], dict[str, Any]]:
         with db.session_scope(self.dbe) as s:
             job = db.get_job(s, job_id)
             if job.state in ("completed", "cancelled"):
                 raise JobError(f"job {job_id} is already {job.state}; start a new job instead")
             lost = db.reset_running_trials(s, job_id)
-            done = {t.number: (t.configuration.hash, t.state, t.source, t.summary) for t in db.job_trials(s, job_id)}
-            budget, repeats, job_seed = job.budget, job.repeats, job.seed
-            testbed_id, workload_id = job.testbed_id, job.workload_id
+            done = {t.number: (t.configuration.hash, t.state, t.source, t.summary, t.id)
+                    for t in db.job_trials(s, job_id)}
+            options = dict(job.stats.get("options") or {"racing": False, "warm_start": False})
+            ctx = JobContext(
+                dbe=self.dbe, job_id=job_id, budget=job.budget, executor=prep.executor,
+                space_definition=dict(job.space_definition), workload=prep.workload, goal=prep.goal,
+                policy=policy_for(prep.goal, job.repeats), repeats=job.repeats,
+                racing=bool(options.get("racing")) and len(prep.goal.objectives) == 1,
+                seed=job.seed, testbed_id=job.testbed_id, workload_id=job.workload_id,
+            )
             db.set_job_state(s, job, "running")
             if lost:
                 job.stats["lost_in_flight"] = job.stats.get("lost_in_flight", 0) + lost
-        best: tuple[Score, int, dict[str, float]] | None = None
-        counts = {"measured": 0, "cached": 0, "failed": 0}
+            if options.get("warm_start") and "warm_start" not in job.stats:
+                job.stats["warm_start"] = {"supported": hasattr(prep.engine, "warm_start"),
+                                           "until_measurement": warm.newest_measurement(s)}
+            entries: list[dict[str, Any]] = []
+            info = dict(job.stats.get("warm_start") or {})
+            if info:
+                entries = warm.history(s, job, prep.space, int(info.get("until_measurement", 0)))
+            if info and info.get("configs") != len(entries):
+                job.stats["warm_start"] = info | {"configs": len(entries)}
+        warm_info = {**info, "engine": prep.engine.name, "entries": entries} if info else {}
+        return ctx, done, warm_info
+
+    def _loop(self, job_id: int, prep: Prepared) -> JobOutcome:
+        engine = prep.engine
+        ctx, done, warm_info = self._context(job_id, prep)
+        race = Race()
+        first = self._warm_start(ctx, prep, warm_info)
         number = 0
         try:
-            while number < budget and not engine.finished:
-                batch = engine.ask(min(MAX_BATCH, budget - number))
+            # Replayed trials: their samples seed the race, their told metrics the engine.
+            self._restore_race(ctx, race, done)
+            while number < ctx.budget and not engine.finished:
+                if first:
+                    batch = first[: ctx.budget - number]
+                    first = []
+                else:
+                    batch = engine.ask(min(MAX_BATCH, ctx.budget - number))
                 if not batch:
                     break
-                for config in batch:
-                    if number >= budget:
-                        break
-                    if self.stop.is_set():
-                        return self._finish(job_id, "interrupted", number, counts)
-                    if number in done:
-                        event = self._replay(job_id, number, budget, config, done[number], goal)
-                    else:
-                        event = self._evaluate(job_id, number, budget, config, prep, goal, repeats,
-                                               job_seed, testbed_id, workload_id)
-                    counts[{"replayed": "measured", "cache": "cached"}.get(event.source, event.source)] += 1
-                    engine.tell(config, event.score)
-                    if event.source != "failed" and (best is None or event.score > best[0]):
-                        best = (event.score, number, event.metrics)
-                    event.best_number = best[1] if best else None
-                    event.best_metrics = best[2] if best else {}
-                    if self.on_trial:
-                        self.on_trial(event)
-                    number += 1
+                if self.stop.is_set():
+                    return self._finish(ctx, race, "interrupted", number)
+                events = self._run_batch(ctx, race, number, batch, done)
+                for event in events:  # in trial-number order: replay must see the same tells
+                    engine.tell(event.config, event.score)
+                number += len(events)
+                if len(events) < len(batch):  # stopped inside the batch
+                    return self._finish(ctx, race, "interrupted", number)
+            if not self.stop.is_set():
+                self._final_repeats(ctx, race)
         except KeyboardInterrupt:
-            self._finish(job_id, "interrupted", number, counts)
+            self._finish(ctx, race, "interrupted", number)
             raise
         except BaseException as exc:
-            self._finish(job_id, "failed", number, counts, error=str(exc))
+            self._finish(ctx, race, "failed", number, error=str(exc))
             raise
-        return self._finish(job_id, "completed", number, counts, best_number=best[1] if best else None)
+        state = "interrupted" if self.stop.is_set() and number < ctx.budget else "completed"
+        return self._finish(ctx, race, state, number)
 
-    def _replay(
-        self, job_id: int, number: int, budget: int, config: Configuration,
-        stored: tuple[str, str, str, dict[str, Any] | None], goal: Goal,
-    ) -> TrialEvent:
-        stored_hash, state, source, summary = stored
+    def _warm_start(self, ctx: JobContext, prep: Prepared, info: Mapping[str, Any]) -> list[Configuration]:
+        entries = list(info.get("entries") or [])
+        if not info:
+            return []
+        if not info.get("supported", True):
+            if entries:
+                self._notice(f"warm start: engine {info.get('engine')} cannot use earlier results")
+            return []
+        if not entries:
+            self._notice("warm start: no earlier measurements of this space on this testbed and workload")
+            return []
+        first, rest = warm.split(ctx.goal, entries, prep.space)
+        told = prep.engine.warm_start([(c, ctx.score(m)) for c, m in rest])  # type: ignore[attr-defined]
+        self._notice(f"warm start: reused {len(entries)} earlier measured configurations "
+                     f"({told} told to the engine, the best {len(first)} taken from the cache first)")
+        return [c for c in first if not prep.engine.known(c)]
+
+    def _restore_race(self, ctx: JobContext, race: Race, done: Mapping[int, Any]) -> None:
+        if not done:
+            return
+        with db.session_scope(self.dbe) as s:
+            for number in sorted(done):
+                config_hash, state, _source, _summary, trial_id = done[number]
+                if state != "completed":
+                    continue
+                samples = db.cached_samples(s, ctx.testbed_id, ctx.workload_id, config_hash)
+                trial = s.get(db.Trial, trial_id)
+                assert trial is not None
+                config = Configuration.from_values(_canonical(trial.configuration.canonical))
+                race.add(config, number, trial_id, samples)
+                race.runs[config_hash] = len(trial.measurements)
+
+    def _run_batch(self, ctx: JobContext, race: Race, number: int, batch: Sequence[Configuration],
+                   done: Mapping[int, Any]) -> list[TrialEvent]:
+        """Evaluate ``batch`` (trials ``number``...) with up to ``executor.slots`` at once.
+
+        Returns the events of the trials that ran, in number order: all of them unless
+        ``stop`` was set, in which case trials not started are left out (and the rest of
+        the batch is run again on resume).
+        """
+        slots = max(1, min(ctx.executor.slots, len(batch)))
+        results: dict[int, TrialEvent] = {}
+        lock = threading.Lock()
+
+        def one(i: int, config: Configuration) -> None:
+            n = number + i
+            if n in done:
+                event = self._replay(ctx, n, config, done[n])
+            elif self.stop.is_set():
+                return
+            else:
+                event = evaluate(ctx, race, n, config)
+            with lock:
+                results[n] = event
+                self._report(ctx, race, event)
+
+        if slots == 1:
+            for i, config in enumerate(batch):
+                one(i, config)
+        else:
+            with ThreadPoolExecutor(max_workers=slots, thread_name_prefix=f"nictune-job{ctx.job_id}") as pool:
+                for future in [pool.submit(one, i, c) for i, c in enumerate(batch)]:
+                    future.result()
+        out: list[TrialEvent] = []
+        for i in range(len(batch)):
+            if number + i not in results:
+                break
+            out.append(results[number + i])
+        return out
+
+    def _report(self, ctx: JobContext, race: Race, event: TrialEvent) -> None:
+        best = race.recommended(ctx.policy)
+        if best is not None and best in race.number:
+            event.best_number = race.number[best]
+            event.best_metrics = Goal.mean_metrics(race.samples[best])
+        if self.on_trial:
+            self.on_trial(event)
+
+    def _replay(self, ctx: JobContext, number: int, config: Configuration,
+                stored: tuple[str, str, str, dict[str, Any] | None, int]) -> TrialEvent:
+        stored_hash, state, source, summary, _trial_id = stored
         if stored_hash != config.hash:
             raise JobError(
-                f"cannot resume job {job_id}: trial {number} was {stored_hash[:12]} but the engine now "
+                f"cannot resume job {ctx.job_id}: trial {number} was {stored_hash[:12]} but the engine now "
                 f"proposes {config.short_hash} (was nictune or the engine changed?); start a new job"
             )
         if state == "failed" or not summary:
-            return TrialEvent(job_id, number, budget, config, "failed", {}, Score.failed(), None, {})
-        metrics = dict(summary["metrics"])
-        return TrialEvent(job_id, number, budget, config, "replayed" if source == "measured" else "cache",
-                          metrics, goal.score(metrics), None, {})
+            return TrialEvent(ctx.job_id, number, ctx.budget, config, "failed", {}, Score.failed(), None, {})
+        told = dict(summary.get("told") or summary["metrics"])
+        return TrialEvent(ctx.job_id, number, ctx.budget, config, "replayed" if source == "measured" else "cache",
+                          dict(summary["metrics"]), ctx.score(told), None, {})
 
-    def _evaluate(
-        self, job_id: int, number: int, budget: int, config: Configuration, prep: Prepared, goal: Goal,
-        repeats: int, job_seed: int, testbed_id: int, workload_id: int,
-    ) -> TrialEvent:
-        with db.session_scope(self.dbe) as s:
-            job = db.get_job(s, job_id)
-            row = db.get_or_create_configuration(s, config.hash, config.canonical_json)
-            cached = db.cached_samples(s, testbed_id, workload_id, config.hash)
-            trial = db.start_trial(s, job, number, row)
-            if cached:
-                summary = summary_of(goal, cached) | {"cached_from": len(cached)}
-                db.complete_trial(s, trial, [], "cache", summary)
-                job.stats["cached"] = job.stats.get("cached", 0) + 1
-                metrics = dict(summary["metrics"])
-                return TrialEvent(job_id, number, budget, config, "cache", metrics, goal.score(metrics),
-                                  None, {})
-            trial_id = trial.id
-        started = time.monotonic()
-        try:
-            result = prep.testbed.measure(prep.space.settings(config), prep.workload, repeats,
-                                          _trial_seed(job_seed, number))
-        except MeasurementError as exc:
-            with db.session_scope(self.dbe) as s:
-                failed = s.get(db.Trial, trial_id)
-                assert failed is not None
-                db.fail_trial(s, failed, str(exc))
-                job = db.get_job(s, job_id)
-                job.stats["failed"] = job.stats.get("failed", 0) + 1
-            return TrialEvent(job_id, number, budget, config, "failed", {}, Score.failed(), None, {},
-                              error=str(exc))
-        samples: list[Sample] = result.samples
-        summary = summary_of(goal, [smp.metrics for smp in samples])
-        summary["seconds"] = time.monotonic() - started
-        with db.session_scope(self.dbe) as s:
-            done_trial = s.get(db.Trial, trial_id)
-            assert done_trial is not None
-            db.complete_trial(s, done_trial, samples, "measured", summary, snapshot=result.snapshot,
-                              notes=result.notes)
-            job = db.get_job(s, job_id)
-            job.stats["measured"] = job.stats.get("measured", 0) + 1
-        metrics = dict(summary["metrics"])
-        return TrialEvent(job_id, number, budget, config, "measured", metrics, goal.score(metrics), None, {})
+    def _final_repeats(self, ctx: JobContext, race: Race) -> None:
+        """Measure the incumbent again until it has ``repeats`` runs (it may change)."""
+        if not ctx.racing:
+            return
+        for _ in range(3):
+            incumbent = race.recommended(ctx.policy)
+            if incumbent is None:
+                return
+            with race.lock:
+                missing = ctx.policy.final_repeats(race.snapshot(), incumbent)
+            if missing <= 0 or self.stop.is_set():
+                return
+            if remeasure(ctx, race, incumbent, missing) == 0:
+                return
+            self._notice(f"re-measured the recommended configuration {missing} more time(s)")
 
-    def _finish(
-        self, job_id: int, state: str, trials: int, counts: Mapping[str, int], *,
-        best_number: int | None = None, error: str | None = None,
-    ) -> JobOutcome:
-        with db.session_scope(self.dbe) as s:
-            job = db.get_job(s, job_id)
-            if best_number is not None:
-                for t in db.job_trials(s, job_id):
-                    if t.number == best_number:
-                        job.best_trial_id = t.id
+    def _finish(self, ctx: JobContext, race: Race, state: str, trials: int, *, error: str | None = None) -> JobOutcome:
+        samples = race.snapshot()
+        best = ctx.policy.recommend(samples) if samples else None
+        with ctx.stats_lock, db.session_scope(self.dbe) as s:
+            job = db.get_job(s, ctx.job_id)
+            if best is not None and best in race.trial_id:
+                job.best_trial_id = race.trial_id[best]
+                job.stats["recommendation"] = ctx.policy.summary(samples, best) | {"hash": best,
+                                                                                  "number": race.number[best]}
+            if samples:
+                job.stats["noise"] = ctx.policy.noise_report(samples)
+            if len(ctx.goal.objectives) > 1:
+                job.stats["front"] = _front(ctx, race)
             db.set_job_state(s, job, state, error=error)
             job.stats["finished_at"] = datetime.now(UTC).isoformat()
             stats = dict(job.stats)
-        return JobOutcome(job_id, state, trials, int(stats.get("measured", 0)), int(stats.get("cached", 0)),
+        return JobOutcome(ctx.job_id, state, trials, int(stats.get("measured", 0)), int(stats.get("cached", 0)),
                           int(stats.get("failed", 0)))
+
+
+def _canonical(raw: str | Mapping[str, Any]) -> dict[str, Any]:
+    import json
+
+    return json.loads(raw) if isinstance(raw, str) else dict(raw)
+
+
+def _front(ctx: JobContext, race: Race) -> list[dict[str, Any]]:
+    """The job's Pareto front: number, hash and mean metrics of each non-dominated trial."""
+    with race.lock:
+        items = [(h, ctx.score(Goal.mean_metrics(v))) for h, v in race.samples.items() if v]
+        front = pareto_front(items)
+        return sorted(
+            ({"number": race.number[h], "hash": h, "metrics": Goal.mean_metrics(race.samples[h]),
+              "feasible": score.feasible} for h, score in front),
+            key=lambda row: row["number"],
+        )

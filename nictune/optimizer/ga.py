@@ -40,18 +40,24 @@ class GeneticEngine(Engine):
     name: ClassVar[str] = "ga"
     PARAMS: ClassVar[Mapping[str, Param]] = {
         "population": Param(int, 10, low=4, help="individuals per generation"),
-        "elite": Param(int, 2, low=0, help="best individuals that survive unchanged"),
+        "elite": Param(int, None, low=0,
+                       help="best individuals that survive unchanged (default 2; 1 below population 8)"),
         "tournament": Param(int, 3, low=1, help="tournament size of the selection"),
         "cxpb": Param(float, 0.6, low=0.0, high=1.0, help="probability a pair is crossed"),
         "mutpb": Param(float, None, low=0.0, high=1.0,
                        help="per-knob mutation probability (default 1/number of knobs)"),
         "mutation_scale": Param(float, 0.25, low=0.001, high=1.0,
                                 help="step of a mutation, as a fraction of the knob's range"),
-        "local": Param(int, 2, low=0,
-                       help="children per generation that change one knob of the best (local search)"),
+        "local": Param(int, None, low=0,
+                       help="children per generation that change one knob of the best (local search; "
+                            "default 2; 1 below population 8)"),
     }
 
     def _check_params(self, params: dict[str, Any]) -> None:
+        small = params["population"] < 8
+        for name in ("elite", "local"):
+            if params[name] is None:
+                params[name] = 1 if small else 2
         if params["elite"] >= params["population"]:
             raise self.param_error("elite", "must be smaller than population")
         if params["tournament"] > params["population"]:

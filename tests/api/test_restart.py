@@ -59,7 +59,8 @@ def restart_mid_job(db_url: str, tmp_path: Path, stop: str) -> None:
     log = tmp_path / "server.log"
 
     with running_server(db_url, log, env=SLOW) as first, Client(first.url, token) as api:
-        job_id = api.submit_job(testbed="sim:benson-40g", budget=BUDGET, repeats=REPEATS, seed=11)["id"]
+        job_id = api.submit_job(testbed="sim:benson-40g", budget=BUDGET, repeats=REPEATS, seed=11,
+                                racing=False)["id"]
         deadline = time.monotonic() + 30
         while api.get_job(job_id)["progress"]["done"] < 8:
             assert time.monotonic() < deadline

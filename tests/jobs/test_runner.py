@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import Engine
 
 from nictune import db
+from nictune.executors import LocalExecutor
 from nictune.jobs import JobRunner, JobSpec, create_job, job_report
 from nictune.measure.sim import PROFILES, SimTestbed
 from nictune.measure.workloads import get_workload
@@ -48,7 +49,7 @@ def test_ga_reaches_95_percent_of_the_tcp_optimum(engine: Engine) -> None:
 
 def test_udp_with_loss_constraint_finds_a_feasible_configuration(engine: Engine) -> None:
     job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="udp",
-                                     constraints=["loss<=0.1"], budget=60, seed=5))
+                                     constraints=["loss<=0.1"], budget=60, seed=5, engine="ga"))
     JobRunner(engine).run(job)
     report = job_report(engine, job)
     assert report["best_feasible"]
@@ -59,7 +60,8 @@ def test_udp_with_loss_constraint_finds_a_feasible_configuration(engine: Engine)
 
 
 def test_second_identical_job_measures_nothing(engine: Engine) -> None:
-    spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=20, seed=3)
+    """Without warm start, a second identical job asks the same configurations: all cached."""
+    spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=20, seed=3, warm_start=False)
     first = JobRunner(engine).run(create_job(engine, spec))
     second = JobRunner(engine).run(create_job(engine, spec))
     assert first.measured == 20 and first.cached == 0
@@ -81,10 +83,11 @@ def test_failed_measurements_are_recorded_and_the_job_goes_on(engine: Engine) ->
                 raise MeasurementError("iperf3 did not answer (test)")
             return super().measure(settings, workload, repeats, seed)
 
-    job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=9, seed=1))
+    job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=9, seed=1,
+                                     racing=False))
     runner = JobRunner(engine)
     prep = runner.prepare(job)
-    prep.testbed = Flaky(PROFILES["sim:benson-40g"])
+    prep.executor = LocalExecutor(Flaky(PROFILES["sim:benson-40g"]))
     outcome = runner._loop(job, prep)
     assert outcome.state == "completed" and outcome.failed == 3 and outcome.measured == 6
     with db.session_scope(engine) as s:
@@ -129,7 +132,7 @@ def test_kill_9_then_resume_loses_nothing_and_measures_nothing_twice(db_url: str
     budget = 400
     env = {**os.environ, "NICTUNE_DB": db_url}
     cmd = [sys.executable, "-m", "nictune", "optimize", "--objective", "throughput", "--engine", "random",
-           "--budget", str(budget), "--seed", "9", "--json"]
+           "--no-racing", "--budget", str(budget), "--seed", "9", "--json"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     job_id = 1
     deadline = time.monotonic() + 60

@@ -14,7 +14,7 @@ from nictune.measure.sim import PROFILES
 from nictune.measure.workloads import WORKLOADS
 from nictune.optimizer import ENGINES, OBJECTIVES
 
-JobStateName = Literal["pending", "running", "interrupted", "completed", "failed", "cancelled"]
+JobStateName = Literal["pending", "running", "waiting", "interrupted", "completed", "failed", "cancelled"]
 ObjectiveName = Annotated[str, Field(json_schema_extra=enum_of(OBJECTIVES))]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 EngineParam = Annotated[int, Field(ge=0, le=1000)] | Annotated[float, Field(ge=0, le=1000)] | \
@@ -26,8 +26,8 @@ _SUBMIT_EXAMPLE: dict[str, Any] = {
     "space": "benson-40g",
     "objectives": ["throughput"],
     "constraints": ["loss_pct <= 0.1"],
-    "engine": "ga",
-    "engine_params": {"population": 12},
+    "engine": "bayes",
+    "engine_params": {"batch": 1},
     "budget": 60,
     "repeats": 3,
     "seed": 7,
@@ -63,12 +63,19 @@ class JobCreate(BaseModel):
     constraints: list[Annotated[str, StringConstraints(max_length=200)]] = Field(
         default_factory=list, max_length=20,
         description="Bounds on metrics: METRIC OP NUMBER, e.g. 'loss_pct <= 0.1'.")
-    engine: Name = Field("ga", description=f"One of: {_names(ENGINES)}.",
-                         json_schema_extra=enum_of(ENGINES))
+    engine: Name | None = Field(
+        None, description=f"One of: {_names(ENGINES)}; null: bayes for one objective, nsga2 (Pareto front) "
+                          "for several.", json_schema_extra=enum_of(ENGINES))
     engine_params: dict[Annotated[str, StringConstraints(max_length=64)], EngineParam] = Field(
         default_factory=dict, max_length=16, description="Engine parameters (see the engine's documentation).")
     budget: int = Field(60, ge=1, description="Number of trials.")
-    repeats: int = Field(3, ge=1, le=100, description="Benchmark runs per trial.")
+    repeats: int = Field(3, ge=1, le=100, description="Most benchmark runs per trial (always this many "
+                                                      "when racing is off).")
+    racing: bool = Field(True, description="Adaptive repeats: run a configuration again only while it could "
+                                           "be the best; the recommendation is chosen on the mean with its "
+                                           "confidence interval.")
+    warm_start: bool = Field(True, description="Seed the engine with earlier measurements on this testbed and "
+                                               "workload.")
     seed: int | None = Field(None, ge=0, le=2**31 - 1, description="Random seed; drawn when null.")
     noise: float | None = Field(None, ge=0.0, le=0.5,
                                 description="Simulated testbeds only: coefficient of variation of repeats.")
@@ -106,6 +113,29 @@ class BestTrial(BaseModel):
     config: dict[str, Any]
     metrics: dict[str, float | None]
     score: dict[str, Any]
+
+
+class Recommendation(BaseModel):
+    """The configuration a job recommends: best lower confidence bound of the first objective."""
+
+    number: int | None = Field(description="Trial holding it.")
+    config_hash: str
+    objective: str
+    mean: float | None
+    low: float | None
+    high: float | None
+    n: int = Field(description="Benchmark runs behind the mean.")
+    confidence: float
+    text: str
+
+
+class FrontMember(BaseModel):
+    """One configuration of a multi-objective job's Pareto front."""
+
+    number: int
+    config_hash: str
+    metrics: dict[str, float | None]
+    feasible: bool
 
 
 class JobLinks(BaseModel):
@@ -156,7 +186,16 @@ class JobOut(BaseModel):
     queue_position: int | None = Field(description="For a job waiting for its testbed: 1 = next; else null.")
     eta_s: float | None = Field(description="Estimated seconds until the job ends (running jobs only).")
     progress: Progress
-    best: BestTrial | None = Field(description="Best trial so far (null in lists and before the first trial).")
+    best: BestTrial | None = Field(description="Best trial so far (null in lists and before the first trial); "
+                                           "for a finished job, its recommendation.")
+    racing: bool = Field(False, description="Adaptive repeats were on.")
+    runs: int | None = Field(None, description="Benchmark runs made (all repeats).")
+    warm_start_reused: int | None = Field(None, description="Earlier measured configurations the job reused.")
+    recommendation: Recommendation | None = Field(None, description="Finished jobs: the recommended "
+                                                                    "configuration with its interval.")
+    noise: dict[str, dict[str, float]] | None = Field(
+        None, description="Testbed noise estimated from the repeats (coefficient of variation per metric).")
+    front: list[FrontMember] | None = Field(None, description="Multi-objective jobs: the Pareto front.")
     links: JobLinks
 
 

@@ -1,0 +1,41 @@
+"""Parts of a job's result shared by ``optimize`` and ``history show``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from nictune.cli._common import console, fmt
+from nictune.optimizer import get_objective
+
+
+def print_front(report: dict[str, Any]) -> None:
+    """The Pareto front of a multi-objective job (``job_report``'s ``front``)."""
+    objectives = [get_objective(name) for name in report["objectives"]]
+    table = Table(title=f"Pareto front: {len(report['front'])} configurations no other beats on every objective"
+                        + (" (simulated)" if report["simulated"] else ""))
+    table.add_column("trial", justify="right")
+    for obj in objectives:
+        table.add_column(f"{obj.label} ({obj.direction[:3]})", justify="right")
+    table.add_column("loss %", justify="right")
+    table.add_column("config")
+    for row in report["front"]:
+        table.add_row(str(row["number"]), *(fmt(obj.value(row["metrics"])) for obj in objectives),
+                      fmt(row["metrics"].get("loss_pct", float("nan"))), row["config_hash"][:12])
+    console.print(table)
+    console.print("  show one with  nictune history config HASH; the rest of this output is about the first "
+                  f"objective ({objectives[0].label})")
+
+
+def print_noise(report: dict[str, Any]) -> None:
+    """The recommendation's interval and the testbed noise the job estimated."""
+    rec = report.get("recommendation")
+    if rec:
+        console.print(f"recommended (best lower confidence bound): {rec['text']}")
+    noise = report.get("noise") or {}
+    obj = noise.get("objective")
+    if obj:
+        measured = int(obj.get("measured_dof", 0))
+        source = f"estimated from {measured} degrees of freedom of repeats" if measured else "prior, no repeats yet"
+        console.print(f"testbed noise: {obj['cv']:.1%} coefficient of variation ({source}; stored with the job)")

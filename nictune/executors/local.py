@@ -1,0 +1,45 @@
+"""The local executor: one testbed opened in this process, one measurement at a time."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from nictune.executors._base import Executor, MeasureRequest
+from nictune.measure._base import Testbed, TrialResult
+from nictune.measure.registry import open_testbed
+
+
+class LocalExecutor(Executor):
+    """Measures on ``testbed`` (a name ``open_testbed`` understands) in this process.
+
+    Measurements are serialised with a lock: a testbed is never measured by two trials
+    at once, whatever the caller does.
+    """
+
+    def __init__(self, testbed: str | Testbed, *, noise: float | None = None):
+        self._bed = open_testbed(testbed, noise=noise) if isinstance(testbed, str) else testbed
+        self.testbed = self._bed.name
+        self.kind = self._bed.kind
+        self.simulated = self._bed.simulated
+        self.notices = tuple(self._bed.notices)
+        self._lock = threading.Lock()
+
+    @property
+    def bed(self) -> Testbed:
+        return self._bed
+
+    def fingerprint(self) -> dict[str, Any]:
+        return dict(self._bed.fingerprint())
+
+    def default_space(self) -> str:
+        return self._bed.default_space()
+
+    def measure(self, request: MeasureRequest) -> TrialResult:
+        space, config = request.configuration()
+        with self._lock:
+            return self._bed.measure(space.settings(config), request.workload_obj(), request.repeats,
+                                     request.seed)
+
+    def close(self) -> None:
+        self._bed.close()

@@ -1,0 +1,205 @@
+"""Issue 6 in the job loop: adaptive repeats, noise estimate, warm start, Pareto jobs, and
+parallel batches (SQLite and PostgreSQL, simulated testbeds)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from nictune import db
+from nictune.errors import InvalidInputError
+from nictune.executors import Executor, LocalExecutor, MeasureRequest
+from nictune.jobs import JobRunner, JobSpec, create_job, job_report
+from nictune.measure._base import TrialResult
+from nictune.measure.sim import PROFILES, SimTestbed
+from nictune.optimizer import Goal
+from nictune.optimizer.pareto import dominates
+
+
+def _trials(engine: Engine, job_id: int) -> list[db.Trial]:
+    with db.session_scope(engine) as s:
+        trials = db.job_trials(s, job_id)
+        for t in trials:  # load what the tests read after the session ends
+            _ = t.configuration.hash, len(t.measurements)
+        s.expunge_all()
+        return trials
+
+
+def _runs(trial: db.Trial) -> int:
+    return len(trial.measurements)
+
+
+def test_racing_spends_runs_where_they_matter_and_stores_the_noise(engine: Engine) -> None:
+    spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="udp", budget=30, seed=2,
+                   noise=0.03, repeats=3)
+    outcome = JobRunner(engine).run(create_job(engine, spec))
+    assert outcome.state == "completed" and outcome.trials == 30
+    trials = _trials(engine, outcome.job_id)
+    runs = [_runs(t) for t in trials]
+    assert all(1 <= n <= 3 for n in runs)
+    assert runs.count(1) >= 10, "clearly worse configurations are run once"
+    assert sum(runs) < 3 * len(trials)
+    report = job_report(engine, outcome.job_id)
+    best = next(t for t in trials if t.number == report["best"]["number"])
+    assert _runs(best) == 3, "the recommendation never rests on fewer than --repeats runs"
+    rec = report["recommendation"]
+    assert rec["number"] == best.number and rec["interval"]["n"] == 3
+    assert rec["interval"]["low"] < rec["interval"]["mean"] < rec["interval"]["high"]
+    assert "±" in rec["text"] and "90% CI" in rec["text"]
+    noise = report["noise"]["objective"]
+    assert noise["measured_dof"] >= 5
+    assert 0.01 < noise["cv"] < 0.06, noise  # the testbed's 3% (pooled, shrunk towards a 5% prior)
+    assert report["runs"] == sum(runs)
+
+
+def test_without_racing_every_configuration_gets_its_repeats(engine: Engine) -> None:
+    spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=8, seed=2, repeats=2,
+                   racing=False)
+    outcome = JobRunner(engine).run(create_job(engine, spec))
+    assert [_runs(t) for t in _trials(engine, outcome.job_id)] == [2] * 8
+
+
+def test_warm_start_reuses_history_and_never_measures_a_configuration_twice(engine: Engine) -> None:
+    base = dict(objectives=["throughput"], testbed="sim:benson-40g", workload="udp", constraints=["loss<=0.1"],
+                budget=15, seed=1)
+    first = JobRunner(engine).run(create_job(engine, JobSpec(**base)))  # type: ignore[arg-type]
+    notices: list[str] = []
+    second = JobRunner(engine, on_notice=notices.append).run(
+        create_job(engine, JobSpec(**{**base, "seed": 2})))  # type: ignore[arg-type]
+    assert any("warm start: reused 15 earlier measured configurations" in n for n in notices), notices
+    one, two = _trials(engine, first.job_id), _trials(engine, second.job_id)
+    assert [t.source for t in two[:3]] == ["cache"] * 3, "the best earlier configurations come first, cached"
+    measured_before = {t.configuration.hash for t in one}
+    measured_now = {t.configuration.hash for t in two if t.source == "measured"}
+    assert not measured_before & measured_now
+    goal = Goal.from_names(["throughput"], ["loss<=0.1"])
+    best_before = max(one, key=lambda t: goal.score(t.summary["metrics"]))
+    assert two[0].configuration.hash == best_before.configuration.hash
+    assert job_report(engine, second.job_id)["warm_start"]["configs"] == 15
+    off = JobRunner(engine).run(create_job(engine, JobSpec(**{**base, "seed": 3, "warm_start": False})))  # type: ignore[arg-type]
+    assert "warm_start" not in job_report(engine, off.job_id)["stats"]
+
+
+def test_a_stopped_warm_started_job_resumes_to_the_same_trials(engine: Engine) -> None:
+    base = dict(objectives=["throughput"], testbed="sim:benson-40g", budget=12, seed=4)
+    JobRunner(engine).run(create_job(engine, JobSpec(**base)))  # type: ignore[arg-type]
+    stop = threading.Event()
+    job = create_job(engine, JobSpec(**{**base, "seed": 5}))  # type: ignore[arg-type]
+
+    def on_trial(event: Any) -> None:
+        if event.number == 6:
+            stop.set()
+
+    assert JobRunner(engine, on_trial=on_trial, stop=stop).run(job).state == "interrupted"
+    # Meanwhile another job measures more: the resumed job must not see it.
+    JobRunner(engine).run(create_job(engine, JobSpec(**{**base, "seed": 6, "warm_start": False})))
+    done = JobRunner(engine).run(job)
+    assert done.state == "completed" and done.trials == 12
+    hashes = [t.configuration.hash for t in _trials(engine, job)]
+    assert len(set(hashes)) == 12
+
+
+def test_two_objectives_give_a_pareto_front(engine: Engine) -> None:
+    spec = JobSpec(objectives=["throughput", "interrupts"], testbed="sim:benson-40g", budget=30, seed=1)
+    outcome = JobRunner(engine).run(create_job(engine, spec))
+    report = job_report(engine, outcome.job_id)
+    assert report["engine"] == "nsga2"
+    front = report["front"]
+    assert len(front) >= 2
+    goal = Goal.from_names(["throughput", "interrupts"], [])
+    with db.session_scope(engine) as s:
+        rows = [(t.number, t.summary["metrics"]) for t in db.job_trials(s, outcome.job_id) if t.summary]
+    on_front = {r["number"] for r in front}
+    for a in front:
+        for b in front:
+            assert not dominates(goal.values(a["metrics"]), goal.values(b["metrics"]))
+    for number, metrics in rows:
+        if number not in on_front:
+            assert any(dominates(goal.values(f["metrics"]), goal.values(metrics)) or
+                       goal.values(f["metrics"]) == goal.values(metrics) for f in front)
+
+
+def test_single_objective_engines_refuse_two_objectives(engine: Engine) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        create_job(engine, JobSpec(objectives=["throughput", "interrupts"], testbed="sim:benson-40g",
+                                   engine="bayes"))
+    assert err.value.field == "engine" and "nsga2" in str(err.value)
+
+
+def test_cli_prints_the_front_as_json(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path}/front.db"
+    res = subprocess.run(
+        [sys.executable, "-m", "nictune", "optimize", "--objective", "throughput", "--objective", "interrupts",
+         "--budget", "20", "--seed", "3", "--json", "--db", url], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["engine"] == "nsga2" and len(out["front"]) >= 1
+    assert {"trial", "config", "metrics"} <= set(out["front"][0])
+    bad = subprocess.run(
+        [sys.executable, "-m", "nictune", "optimize", "--objective", "throughput", "--objective", "interrupts",
+         "--engine", "ga", "--db", url], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "nsga2" in bad.stderr and "Traceback" not in bad.stderr
+
+
+class _SlowPool(Executor):
+    """Two simulated testbeds behind one executor; each measurement takes a little time so
+    that trials of one batch overlap (a stand-in for a pool of workers in the runner's
+    pure batching logic; tests/executors runs real workers)."""
+
+    def __init__(self, slots: int):
+        self._local = LocalExecutor(SimTestbed(PROFILES["sim:benson-40g"]))
+        self.testbed = self._local.testbed
+        self.kind = "sim"
+        self.simulated = True
+        self._slots = slots
+        self.active = 0
+        self.most = 0
+        self._lock = threading.Condition()
+
+    @property
+    def slots(self) -> int:
+        return self._slots
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self._local.fingerprint()
+
+    def default_space(self) -> str:
+        return self._local.default_space()
+
+    def measure(self, request: MeasureRequest) -> TrialResult:
+        with self._lock:
+            self.active += 1
+            self.most = max(self.most, self.active)
+            self._lock.notify_all()
+            # Hold the measurement until another one runs too (or 2 s pass): overlap is
+            # what a pool gives, and a loaded machine must not make it a matter of luck.
+            self._lock.wait_for(lambda: self.active >= self._slots, timeout=2.0)
+        try:
+            time.sleep(0.01)
+            return self._local.measure(request)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+def test_batches_run_in_parallel_and_replay_identically(tmp_path: Any) -> None:
+    spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", engine="ga", budget=12, seed=8,
+                   engine_params={"population": 4}, racing=False, repeats=1, warm_start=False)
+    pools = {1: _SlowPool(1), 2: _SlowPool(2)}
+    orders = {}
+    for slots, pool in pools.items():
+        engine = db.open_database(f"sqlite:///{tmp_path}/slots{slots}.db")
+        job = create_job(engine, spec, executor_factory=lambda name, noise, pool=pool: pool)
+        out = JobRunner(engine, executor_factory=lambda name, noise, pool=pool: pool).run(job)
+        assert out.trials == 12
+        orders[slots] = [t.configuration.hash for t in _trials(engine, job)]
+        engine.dispose()
+    assert pools[2].most == 2 and pools[1].most == 1
+    assert orders[1] == orders[2], "the engine sees the same tells whatever the parallelism"
