@@ -45,7 +45,8 @@ def register(app: typer.Typer) -> None:
 def optimize(
     objective: list[str] = typer.Option(
         None, "--objective", "-o",
-        help=f"What to optimise: {', '.join(OBJECTIVES)}. Repeat it for a Pareto search (-o throughput -o interrupts)."),
+        help=f"What to optimise: {', '.join(OBJECTIVES)}. Repeat it for a Pareto search "
+             "(-o throughput -o interrupts)."),
     testbed: str = typer.Option(DEFAULT_TESTBED, "--testbed", "-t",
                                 help="sim:PROFILE (a model), veth[:NAME] or a pair YAML file."),
     workload: str = typer.Option("tcp", "--workload", "-w", help=f"One of: {', '.join(WORKLOADS)}."),
