@@ -46,6 +46,8 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
         goal = Goal.from_names(list(job.objectives), list(job.constraints))
         trials = db.job_trials(s, job_id)
         rows = trial_rows(trials)
+        default_config = space.default()
+        default_history = db.cached_samples(s, job.testbed_id, job.workload_id, default_config.hash)
         recommended_id = job.best_trial_id
         recommended = next((t.number for t in trials if t.id == recommended_id), None)
         info: dict[str, Any] = {
@@ -87,6 +89,12 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     info["front"] = [r for r in completed if r["number"] in {f["number"] for f in stats.get("front") or []}]
     default_hash = space.default().hash
     default = next((r for r in completed if r["config_hash"] == default_hash), None)
+    if default is None and default_history:
+        # Not a trial of this job (a warm start knew it already): earlier measurements.
+        default = {"number": None, "state": "completed", "source": "history", "config_hash": default_hash,
+                   "config": default_config.canonical_json, "metrics": Goal.mean_metrics(default_history),
+                   "spread": Goal.spread(default_history), "repeats": len(default_history), "score": None,
+                   "error": None}
     info["best"] = best
     info["default"] = default
     if best is not None:

@@ -120,7 +120,8 @@ class JobData:
     def default(self) -> TrialData | None:
         """The trial that measured the space's default configuration, if any."""
         default = self.info.get("default")
-        return self.trial(int(default["number"])) if default else None
+        # A default known only from earlier jobs (warm start) is not a trial of this job.
+        return self.trial(int(default["number"])) if default and default.get("number") is not None else None
 
     def value(self, metrics: Mapping[str, float]) -> float:
         """The objective in natural units (NaN when a metric is missing)."""

@@ -34,7 +34,8 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jobs]:
     url = f"sqlite:///{path}"
     dbe = open_database(url)
     specs = {
-        "ga": JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=60, seed=7),
+        "ga": JobSpec(objectives=["throughput"], testbed="sim:benson-40g", engine="ga", budget=60, seed=7,
+                      racing=False),
         "ofat": JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="udp", engine="ofat",
                         budget=50, seed=7),
         "multi": JobSpec(objectives=["throughput", "cpu"], testbed="sim:benson-40g", engine="random",
