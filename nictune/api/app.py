@@ -82,7 +82,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     app.state.cache = VersionedCache()
     install_error_handlers(app)
     for module in (routers.jobs, routers.events, routers.history, routers.configurations, routers.spaces,
-                   routers.testbeds, routers.health, routers.metrics):
+                   routers.testbeds, routers.health, routers.metrics, routers.workers):
         app.include_router(module.router)
     app.include_router(export_router())
     app.include_router(dashboard_router())

@@ -5,6 +5,12 @@ has a lane (a FIFO and one worker thread), so jobs on different testbeds run
 concurrently while jobs on the same testbed wait for each other: a testbed is measured
 by one trial at a time.
 
+With the Celery executor (``settings.executor == "celery"``) a job on ``pool:NAME`` has
+its measurements done by that pool's workers, as many at a time as the pool has live
+workers. While the pool has none the job's state is ``waiting`` (and
+:meth:`JobManager.waiting_for` says for what); it turns ``running`` again when a worker
+appears.
+
 Jobs the service accepted carry ``stats["origin"] = "api"``. At start the service
 resumes those it left unfinished (pending, running after a crash, or interrupted by a
 stop); the runner replays their stored trials, so no completed trial is lost or
@@ -27,6 +33,7 @@ from nictune import db
 from nictune.api.notifier import Notifier
 from nictune.api.settings import ApiSettings
 from nictune.errors import JobError, NictuneError
+from nictune.executors.celery_executor import ExecutorFactory
 from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job
 
 log = logging.getLogger("nictune.api.jobs")
@@ -34,7 +41,7 @@ log = logging.getLogger("nictune.api.jobs")
 ORIGIN_KEY = "origin"
 CANCEL_KEY = "cancel_requested"
 FINAL_STATES = frozenset({"completed", "failed", "cancelled"})
-_RESUMABLE = ("pending", "running", "interrupted")
+_RESUMABLE = ("pending", "running", "waiting", "interrupted")
 
 
 @dataclass
@@ -64,7 +71,10 @@ class JobManager:
         self._lanes: dict[str, _Lane] = {}
         self._stops: dict[int, threading.Event] = {}
         self._cancelled: set[int] = set()
+        self._waiting: dict[int, str] = {}
+        self._wait_counts: dict[int, int] = {}
         self._closing = False
+        self.executors = ExecutorFactory(settings.celery_settings() if settings.executor == "celery" else None)
 
     # ------------------------------------------------------------------ public
     def submit(self, spec: JobSpec) -> int:
@@ -74,7 +84,7 @@ class JobManager:
             InvalidInputError: the spec is invalid (nothing is stored).
             StorageError: the database failed.
         """
-        job_id = create_job(self.dbe, spec)
+        job_id = create_job(self.dbe, spec, executor_factory=self.executors)
         self._set_stat(job_id, ORIGIN_KEY, "api")
         self._enqueue(job_id, spec.testbed)
         return job_id
@@ -143,6 +153,22 @@ class JobManager:
         with self._cond:
             return job_id in self._stops or any(job_id in lane.queue for lane in self._lanes.values())
 
+    def waiting_for(self, job_id: int) -> str | None:
+        """What a ``waiting`` job waits for ("a worker on pool lab"), else ``None``."""
+        with self._cond:
+            return self._waiting.get(job_id)
+
+    def workers(self) -> dict[str, object]:
+        """The executor and, for Celery, the live workers and pinned pools.
+
+        Raises:
+            NictuneError: the worker registry cannot be read.
+        """
+        registry = self.executors.registry
+        if registry is None:
+            return {"executor": "local", "workers": [], "pools": []}
+        return {"executor": "celery", **registry.overview()}
+
     def cancel_requested(self, job_id: int) -> bool:
         """Whether a cancel of this running job was accepted and it has not ended yet."""
         with self._cond:
@@ -167,6 +193,7 @@ class JobManager:
         deadline = time.monotonic() + self.settings.shutdown_grace_s
         for thread in threads:
             thread.join(max(deadline - time.monotonic(), 0.0))
+        self.executors.close()
 
     # ---------------------------------------------------------------- internal
     def _enqueue(self, job_id: int, testbed: str) -> None:
@@ -214,7 +241,9 @@ class JobManager:
         if cancel:
             self._mark_cancelled(job_id)
             return
-        runner = JobRunner(self.dbe, on_trial=lambda event: self._on_trial(event, stop), stop=stop)
+        factory = self.executors.for_job(on_wait=self._on_wait, stop=stop)
+        runner = JobRunner(self.dbe, on_trial=lambda event: self._on_trial(event, stop), stop=stop,
+                           executor_factory=factory)
         try:
             outcome = runner.run(job_id)
         except NictuneError as exc:
@@ -225,12 +254,38 @@ class JobManager:
             log.exception("job %s failed", job_id)
             self._fail_if_unfinished(job_id, f"internal error: {exc}")
             return
+        finally:
+            with self._cond:
+                self._waiting.pop(job_id, None)
+                self._wait_counts.pop(job_id, None)
         with self._cond:
             cancelled = job_id in self._cancelled
         if outcome.state == "interrupted" and cancelled:
             self._mark_cancelled(job_id)
         log.info("job %s ended %s after %d trials", job_id, "cancelled" if cancelled else outcome.state,
                  outcome.trials)
+
+    def _on_wait(self, job_id: int, message: str | None) -> None:
+        """A measurement of the job started (``message``) or stopped (``None``) waiting for a worker.
+
+        Several measurements of a batch may wait at once: the job is ``waiting`` while any does.
+        """
+        with self._cond:
+            count = self._wait_counts.get(job_id, 0) + (1 if message is not None else -1)
+            self._wait_counts[job_id] = max(count, 0)
+            if message is not None:
+                self._waiting[job_id] = message
+            elif count <= 0:
+                self._waiting.pop(job_id, None)
+            wanted = "waiting" if count > 0 else "running"
+        # Only the state column: the runner owns ``stats`` and writes it concurrently.
+        with db.session_scope(self.dbe) as s:
+            job = db.get_job(s, job_id)
+            if job.state not in ("running", "waiting") or job.state == wanted:
+                return
+            job.state = wanted  # started_at stays: the job never stopped
+        log.info("job %s: %s", job_id, message or "a worker is back: running")
+        self.notifier.notify(job_id)
 
     def _on_trial(self, event: TrialEvent, stop: threading.Event) -> None:
         self.notifier.notify(event.job_id)

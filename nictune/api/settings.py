@@ -8,10 +8,15 @@ is visible from both.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nictune.db import default_url
+
+if TYPE_CHECKING:
+    from nictune.executors.celery_app import CelerySettings
 
 
 class ApiSettings(BaseSettings):
@@ -39,6 +44,13 @@ class ApiSettings(BaseSettings):
             ``Last-Event-ID``); ``None`` keeps it open until the job ends.
         max_body_bytes: largest request body accepted.
         shutdown_grace_s: how long a stopping service waits for trials in flight.
+        executor: ``local`` (measure in this process, one lane per testbed) or ``celery``
+            (jobs on ``pool:NAME`` go to that pool's ``nictune worker`` processes; other
+            testbeds are still measured locally).
+        broker_url: Celery broker for ``celery``; default ``$NICTUNE_BROKER_URL`` or the
+            local Redis.
+        result_backend: Redis for results and the worker registry; default
+            ``$NICTUNE_RESULT_BACKEND`` or the broker.
     """
 
     model_config = SettingsConfigDict(env_prefix="NICTUNE_API_", extra="ignore")
@@ -56,6 +68,17 @@ class ApiSettings(BaseSettings):
     events_max_s: float | None = Field(default=None, gt=0.0)
     max_body_bytes: int = Field(default=1_000_000, ge=1024)
     shutdown_grace_s: float = Field(default=30.0, ge=0.0)
+    executor: Literal["local", "celery"] = "local"
+    broker_url: str | None = None
+    result_backend: str | None = None
+
+    def celery_settings(self) -> CelerySettings:
+        """Broker and result backend of the Celery executor (``NICTUNE_*`` plus this service's overrides)."""
+        from nictune.executors.celery_app import CelerySettings
+
+        overrides = {k: v for k, v in (("broker_url", self.broker_url), ("result_backend", self.result_backend))
+                     if v is not None}
+        return CelerySettings(**overrides).check()  # type: ignore[arg-type]
 
     def database_url(self) -> str:
         """The database to use: ``db_url`` or the CLI's default."""

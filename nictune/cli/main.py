@@ -53,7 +53,8 @@ def _register_optional() -> None:
     for module, name in (("nictune.cli.optimize", None), ("nictune.cli.history", "history"),
                          ("nictune.cli.testbed", "testbed"), ("nictune.cli.report", None),
                          ("nictune.cli.export", None), ("nictune.cli.apply", None), ("nictune.cli.serve", None),
-                         ("nictune.cli.token", "token"), ("nictune.cli.db", "db")):
+                         ("nictune.cli.token", "token"), ("nictune.cli.db", "db"),
+                         ("nictune.cli.worker", None)):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -53,6 +53,12 @@ def serve(
                                       help="Let clients submit to this non-simulated testbed (repeatable)."),
     max_budget: int | None = typer.Option(None, "--max-budget", min=1, help="Largest budget a client may ask for."),
     log_level: str = typer.Option("info", "--log-level", help="critical, error, warning, info or debug."),
+    executor: str | None = typer.Option(None, "--executor", help="local (measure in this process) or celery "
+                                 "(jobs on pool:NAME go to that pool's `nictune worker` processes); default local."),
+    broker: str | None = typer.Option(None, "--broker", metavar="URL", envvar="NICTUNE_BROKER_URL",
+                                      help="Celery broker for --executor celery (default: the local Redis)."),
+    result_backend: str | None = typer.Option(None, "--result-backend", metavar="URL", envvar="NICTUNE_RESULT_BACKEND",
+                                              help="Redis for results and the worker registry (default: the broker)."),
 ) -> None:
     """Run the REST service: submit, follow and query jobs over HTTP (see /docs)."""
     from nictune.api import ApiSettings, create_app
@@ -64,6 +70,12 @@ def serve(
         overrides["testbeds"] = list(testbed)
     if max_budget is not None:
         overrides["max_budget"] = max_budget
+    if executor not in (None, "local", "celery"):
+        from nictune.errors import InvalidInputError
+
+        raise InvalidInputError(f"unknown executor {executor!r}", field="--executor", allowed="local, celery")
+    overrides |= {k: v for k, v in (("executor", executor), ("broker_url", broker), ("result_backend", result_backend))
+                  if v is not None}
     settings = ApiSettings(**overrides)  # type: ignore[arg-type]
     if not _is_loopback(settings.host):
         err_console.print(f"[yellow]warning:[/] listening on {settings.host}: the service speaks plain HTTP; "

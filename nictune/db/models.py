@@ -44,6 +44,8 @@ class JobState(enum.StrEnum):
 
     PENDING = "pending"
     RUNNING = "running"
+    #: Running, but its pool has no live worker: the measurement waits for one.
+    WAITING = "waiting"
     INTERRUPTED = "interrupted"
     COMPLETED = "completed"
     FAILED = "failed"

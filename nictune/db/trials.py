@@ -236,17 +236,17 @@ def job_trials(s: Session, job_id: int) -> list[Trial]:
 
 
 @maps_storage_errors
-def reset_running_trials(s: Session, job_id: int) -> int:
-    """Delete the trials a crash left ``running`` so that resuming measures them again.
+def reset_running_trials(s: Session, job_id: int, trial_ids: Sequence[int] | None = None) -> int:
+    """Delete the trials a crash left ``running`` so that resuming measures them again
+    (only those of ``trial_ids`` when given: a trial that never started measuring).
 
     Returns:
         How many trials were deleted.
     """
-    ids = list(
-        s.scalars(
-            select(Trial.id).where(Trial.job_id == job_id, Trial.state == TrialState.RUNNING)
-        )
-    )
+    stmt = select(Trial.id).where(Trial.job_id == job_id, Trial.state == TrialState.RUNNING)
+    if trial_ids is not None:
+        stmt = stmt.where(Trial.id.in_(list(trial_ids)))
+    ids = list(s.scalars(stmt))
     if ids:
         s.execute(delete(Measurement).where(Measurement.trial_id.in_(ids)))
         s.execute(delete(Trial).where(Trial.id.in_(ids)))

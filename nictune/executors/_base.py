@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from nictune.errors import MeasurementError
 from nictune.measure._base import TrialResult, Workload
 from nictune.search_spaces import Configuration, SearchSpace, space_from_dict
 
@@ -71,6 +72,13 @@ class MeasureRequest:
 
     def workload_obj(self) -> Workload:
         return Workload(**dict(self.workload))
+
+
+class MeasurementWithdrawn(MeasurementError):
+    """The measurement never started: the job stopped while it waited for a testbed
+    (a pool without a live worker). Nothing touched a host; the request was withdrawn so no
+    worker takes it later. A job loop may leave such a trial out instead of failing it, so a
+    resumed job runs it again."""
 
 
 class Executor(ABC):

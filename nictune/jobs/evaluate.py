@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine as DbEngine
 
 from nictune import db
 from nictune.errors import MeasurementError
-from nictune.executors import Executor, MeasureRequest
+from nictune.executors import Executor, MeasurementWithdrawn, MeasureRequest
 from nictune.measure._base import Sample, Workload
 from nictune.optimizer import Goal, Score
 from nictune.optimizer.pareto import MultiScore
@@ -134,8 +134,12 @@ def _request(ctx: JobContext, trial_id: int, number: int, step: int, config: Con
     )
 
 
-def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) -> TrialEvent:
-    """Answer trial ``number`` (``config``) from the cache or by measuring it; store it."""
+def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) -> TrialEvent | None:
+    """Answer trial ``number`` (``config``) from the cache or by measuring it; store it.
+
+    Returns ``None`` when the trial never started (the job stopped while it waited for a
+    testbed): it is removed again, and a resumed job runs it.
+    """
     with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
         job = db.get_job(s, ctx.job_id)
         row = db.get_or_create_configuration(s, config.hash, config.canonical_json)
@@ -163,6 +167,12 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
         runs = 1 if ctx.racing else ctx.repeats
         try:
             result = ctx.executor.measure(_request(ctx, trial_id, number, step, config, runs))
+        except MeasurementWithdrawn:
+            if samples:
+                break  # keep the runs it has
+            with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
+                db.reset_running_trials(s, ctx.job_id, [trial_id])
+            return None
         except MeasurementError as exc:
             error = str(exc)
             break
@@ -227,7 +237,7 @@ def remeasure(ctx: JobContext, race: Race, config_hash: str, runs: int) -> int:
         config = race.configs[config_hash]
     try:
         result = ctx.executor.measure(_request(ctx, trial_id, number, step, config, runs))
-    except MeasurementError:
+    except MeasurementError:  # withdrawn or failed: the trial keeps what it had
         return 0
     new = [dict(smp.metrics) for smp in result.samples]
     race.add(config, number, trial_id, new)

@@ -352,12 +352,15 @@ class JobRunner:
 
         def one(i: int, config: Configuration) -> None:
             n = number + i
+            event: TrialEvent | None
             if n in done:
                 event = self._replay(ctx, n, config, done[n])
             elif self.stop.is_set():
                 return
             else:
                 event = evaluate(ctx, race, n, config)
+            if event is None:  # withdrawn before it started: left for the resume
+                return
             with lock:
                 results[n] = event
                 self._report(ctx, race, event)

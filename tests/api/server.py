@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.processes import ChildProcess
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
@@ -24,26 +25,12 @@ def free_port() -> int:
 
 
 @dataclass
-class Server:
+class Server(ChildProcess):
     """A running ``nictune serve``."""
 
     url: str
     process: subprocess.Popen[bytes]
     log: Path
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown handler runs, as in a crash."""
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        """SIGTERM, as an operator would; waits for the graceful shutdown."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
 
 def _wait_healthy(server: Server, timeout: float) -> None:

@@ -370,7 +370,7 @@ def test_measurement_totals(engine: Engine) -> None:
     with session_scope(engine) as s:
         totals = measurement_totals(s)
     assert totals["jobs_by_state"] == {
-        "pending": 1, "running": 1, "interrupted": 0, "completed": 0, "failed": 0,
+        "pending": 1, "running": 1, "waiting": 0, "interrupted": 0, "completed": 0, "failed": 0,
         "cancelled": 0,
     }
     assert (totals["trials_measured"], totals["cache_hits"], totals["trials_failed"]) == (2, 1, 1)

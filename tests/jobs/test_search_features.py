@@ -203,3 +203,34 @@ def test_batches_run_in_parallel_and_replay_identically(tmp_path: Any) -> None:
         engine.dispose()
     assert pools[2].most == 2 and pools[1].most == 1
     assert orders[1] == orders[2], "the engine sees the same tells whatever the parallelism"
+
+
+def test_a_trial_withdrawn_while_waiting_is_run_on_resume_not_failed(tmp_path: Any) -> None:
+    """A pool executor withdraws a request when the job stops while it waits for a worker:
+    that trial is left out (not failed) and the resumed job runs it."""
+    from nictune.executors import MeasurementWithdrawn
+
+    engine = db.open_database(f"sqlite:///{tmp_path}/withdrawn.db")
+    stop = threading.Event()
+
+    class Withdrawing(LocalExecutor):
+        calls = 0
+
+        def measure(self, request: MeasureRequest) -> TrialResult:
+            Withdrawing.calls += 1
+            if Withdrawing.calls == 3:
+                stop.set()
+                raise MeasurementWithdrawn("stopped while waiting for a worker (test)")
+            return super().measure(request)
+
+    spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", engine="random", budget=5, seed=1,
+                   racing=False, repeats=1, warm_start=False)
+    job = create_job(engine, spec)
+    factory = lambda name, noise: Withdrawing(SimTestbed(PROFILES["sim:benson-40g"]))  # noqa: E731
+    first = JobRunner(engine, stop=stop, executor_factory=factory).run(job)
+    assert first.state == "interrupted" and first.failed == 0
+    assert [t.state for t in _trials(engine, job)] == ["completed", "completed"]
+    done = JobRunner(engine, executor_factory=factory).run(job)
+    assert done.state == "completed" and done.failed == 0
+    assert [t.number for t in _trials(engine, job)] == [0, 1, 2, 3, 4]
+    engine.dispose()

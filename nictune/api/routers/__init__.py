@@ -1,5 +1,5 @@
 """One router per resource."""
 
-from nictune.api.routers import configurations, events, health, history, jobs, metrics, spaces, testbeds
+from nictune.api.routers import configurations, events, health, history, jobs, metrics, spaces, testbeds, workers
 
-__all__ = ["configurations", "events", "health", "history", "jobs", "metrics", "spaces", "testbeds"]
+__all__ = ["configurations", "events", "health", "history", "jobs", "metrics", "spaces", "testbeds", "workers"]

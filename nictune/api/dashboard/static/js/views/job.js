@@ -199,6 +199,7 @@ export function render(root, ctx, jobId) {
       (st.running || p.running ? ` · trial ${st.running ? st.running.number : done} in flight` : "");
     if (job.state === "running" && job.eta_s !== null && job.eta_s !== undefined) eta.textContent = `about ${duration(job.eta_s)} left`;
     else if (job.state === "pending") eta.textContent = job.queue_position ? `waiting for the testbed (#${job.queue_position} in queue)` : "waiting to start";
+    else if (job.state === "waiting") eta.textContent = `waiting for a worker on ${job.testbed}`;
     else if (job.state === "interrupted") eta.textContent = "interrupted: resumes when the service restarts";
     else eta.textContent = "";
     const best = bestTrial();

@@ -5,8 +5,8 @@ import {fill, h, num, progressBar, stateBadge, testbedLabel, when} from "../dom.
 import {objectiveNamed} from "../goal.js";
 import {SortableTable} from "../table.js";
 
-const ACTIVE = new Set(["pending", "running", "interrupted"]);
-const STATES = ["", "pending", "running", "interrupted", "completed", "failed", "cancelled"];
+const ACTIVE = new Set(["pending", "running", "waiting", "interrupted"]);
+const STATES = ["", "pending", "running", "waiting", "interrupted", "completed", "failed", "cancelled"];
 const LIMIT = 50;
 
 function stateCell(job) {

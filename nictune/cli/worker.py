@@ -1,0 +1,109 @@
+"""``nictune worker`` (a measurement worker bound to one testbed) and ``nictune workers`` (list them)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from nictune.cli._common import console, print_json
+from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION
+
+BROKER_OPTION = typer.Option(None, "--broker", metavar="URL", envvar="NICTUNE_BROKER_URL",
+                             help="Celery broker: redis://HOST:6379/0 (default) or amqp://USER:PASS@HOST:5672//.")
+BACKEND_OPTION = typer.Option(None, "--result-backend", metavar="URL", envvar="NICTUNE_RESULT_BACKEND",
+                              help="Redis for results and the worker registry (default: the broker when it is Redis).")
+
+
+def _celery_settings(broker: str | None, backend: str | None) -> Any:
+    from nictune.executors.celery_app import CelerySettings
+
+    overrides: dict[str, Any] = {}
+    if broker:
+        overrides["broker_url"] = broker
+    if backend:
+        overrides["result_backend"] = backend
+    return CelerySettings(**overrides).check()
+
+
+def worker(
+    testbed: str = typer.Option(..., "--testbed", metavar="FILE|veth:NAME",
+                                help="The testbed this worker measures on (a pair YAML file, veth:NAME, sim:...)."),
+    broker: str | None = BROKER_OPTION,
+    backend: str | None = BACKEND_OPTION,
+    pool: str = typer.Option("default", "--pool", help="The pool this worker serves (jobs name it as pool:NAME)."),
+    time_limit: float = typer.Option(900.0, "--time-limit", metavar="S",
+                                     help="Seconds one measurement may take; it is then stopped and restored."),
+    log_level: str = typer.Option("warning", "--log-level", help="critical, error, warning, info or debug."),
+) -> None:
+    """Measure for the service: a Celery worker bound to one testbed, one trial at a time.
+
+    It first restores whatever a crashed run left on the testbed, then joins the pool
+    (all testbeds of a pool must report the same fingerprint) and takes work from the
+    pool's queue until SIGTERM / Ctrl-C (a trial in flight is restored and handed back).
+    """
+    from nictune.executors.worker import WorkerConfig, run_worker
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    cfg = WorkerConfig(testbed=testbed, pool=pool, time_limit_s=time_limit,
+                       settings=_celery_settings(broker, backend), loglevel=log_level.upper())
+    code = run_worker(cfg)
+    if code:
+        raise typer.Exit(code)
+
+
+def workers(
+    server: str | None = SERVER_OPTION,
+    token: str | None = TOKEN_OPTION,
+    broker: str | None = BROKER_OPTION,
+    backend: str | None = BACKEND_OPTION,
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List the measurement workers: testbed, pool, state, current trial, last heartbeat.
+
+    Asks the service with --server, else reads the worker registry (the result backend) directly.
+    """
+    if server:
+        from nictune.api.client import Client
+
+        with Client(server, token=token) as client:
+            body = client.workers()
+    else:
+        from nictune.executors.registry import Registry
+
+        settings = _celery_settings(broker, backend)
+        registry = Registry(settings.backend_url(), settings.key_prefix)
+        try:
+            body = {"executor": "celery", **registry.overview()}
+        finally:
+            registry.close()
+    if json_out:
+        print_json(body)
+        return
+    rows = body.get("workers", [])
+    if not rows:
+        console.print("no live worker" + (f" ({body['executor']} executor)" if body.get("executor") else ""))
+        return
+    table = Table("worker", "pool", "testbed", "state", "current trial", "measured", "last heartbeat")
+    for w in rows:
+        current = w.get("current") or {}
+        trial = f"job {current['job_id']} trial {current['trial_id']}" if current else "-"
+        table.add_row(w["worker_id"], w["pool"], w["testbed"], w["state"], trial, str(w.get("measured", 0)),
+                      str(w.get("heartbeat_at", "")))
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``nictune worker`` and ``nictune workers`` to the CLI."""
+    app.command("worker")(worker)
+    app.command("workers")(workers)
+
+
+if __name__ == "__main__":  # pragma: no cover - the tests start workers this way
+    import sys
+
+    from nictune.cli.main import main
+
+    sys.exit(main(["worker", *sys.argv[1:]]))

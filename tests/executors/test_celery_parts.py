@@ -1,0 +1,170 @@
+"""The Celery executor's parts, without network namespaces: wire format, registry, options,
+time limit, and a real worker process on a simulated testbed (the machine's Redis)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nictune.errors import InvalidInputError, MeasurementError
+from nictune.executors import MeasureRequest
+from nictune.executors.celery_app import CelerySettings, pool_of
+from nictune.executors.celery_executor import CeleryExecutor, ExecutorFactory
+from nictune.executors.local import LocalExecutor
+from nictune.executors.registry import Registry, WorkerRecord
+from nictune.executors.wire import result_from_dict, result_to_dict
+from nictune.executors.worker import TrialTimeLimit, WorkerConfig, time_limit
+from nictune.measure._base import Sample, TrialResult
+from nictune.search_spaces import load_space, space_from_dict
+
+from .support import REDIS_URL, delete_prefix, redis_reachable, running_worker, unique_prefix
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    reason = redis_reachable()
+    if reason:
+        pytest.skip(reason)
+    prefix = unique_prefix()
+    try:
+        yield prefix
+    finally:
+        delete_prefix(prefix)
+
+
+def test_a_result_survives_the_wire() -> None:
+    t0, t1 = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
+    result = TrialResult([Sample({"throughput_gbps": 9.5}, t0, t1, {"rx": {"irq": 3}})], {"seed": 1}, ["a note"])
+    back = result_from_dict(result_to_dict(result))
+    assert back == result
+    with pytest.raises(MeasurementError, match="malformed"):
+        result_from_dict({"samples": [{"metrics": {}}]})
+
+
+def test_bad_options_name_their_field() -> None:
+    with pytest.raises(InvalidInputError) as err:
+        pool_of("pool:Bad Name")
+    assert err.value.field == "pool"
+    with pytest.raises(InvalidInputError) as err:
+        CelerySettings(broker_url="kafka://x").check()
+    assert err.value.field == "broker_url"
+    with pytest.raises(InvalidInputError) as err:
+        CelerySettings(broker_url="amqp://guest@localhost//").check()  # no Redis for the registry
+    assert err.value.field == "result_backend"
+    settings = CelerySettings(visibility_timeout_s=30)
+    with pytest.raises(InvalidInputError) as err:
+        WorkerConfig("sim:benson-40g", "lab", 28, settings).check()
+    assert err.value.field == "time_limit"
+    WorkerConfig("sim:benson-40g", "lab", 20, settings).check()
+    with pytest.raises(InvalidInputError, match="measures locally"):
+        ExecutorFactory(None)("pool:lab")
+
+
+def test_the_cli_refuses_bad_input_with_exit_2() -> None:
+    run = subprocess.run([sys.executable, "-m", "nictune.cli.worker", "--testbed", "sim:benson-40g",
+                          "--pool", "No Spaces", "--broker", REDIS_URL], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2, run.stderr
+    assert "pool name" in run.stderr
+
+
+def test_the_time_limit_interrupts_the_work() -> None:
+    started = time.monotonic()
+    with pytest.raises(TrialTimeLimit), time_limit(0.3):
+        time.sleep(5)
+    assert time.monotonic() - started < 2
+
+
+def test_a_pool_keeps_one_fingerprint(redis_prefix: str) -> None:
+    registry = Registry(REDIS_URL, redis_prefix)
+    first = WorkerRecord("w1@h", "h", 1, "veth:a", "lab", "veth", {"kernel": "6.1", "nic": "veth"})
+    other = WorkerRecord("w2@h", "h", 2, "veth:b", "lab", "veth", {"kernel": "6.8", "nic": "veth"})
+    try:
+        assert registry.pool("lab") is None
+        with pytest.raises(InvalidInputError, match="no worker has joined"):
+            CeleryExecutor("lab", app=None, registry=registry)  # type: ignore[arg-type]
+        registry.join(first, simulated=False, default_space="veth")
+        with pytest.raises(InvalidInputError, match="results would not be comparable") as err:
+            registry.join(other, simulated=False, default_space="veth")
+        assert err.value.field == "pool"
+        registry.publish(first, ttl_s=1.0)
+        assert [w.worker_id for w in registry.workers("lab")] == ["w1@h"]
+        time.sleep(1.3)
+        assert registry.workers("lab") == []  # no heartbeat: gone
+    finally:
+        registry.close()
+
+
+def request_for(pool: str, job_id: int, values: dict[str, Any] | None = None) -> MeasureRequest:
+    space = load_space("benson-40g")
+    config = space.default()
+    return MeasureRequest(job_id=job_id, trial_id=job_id * 10, step=0, testbed=f"pool:{pool}",
+                          space=space.definition, values=values if values is not None else dict(config),
+                          workload={"name": "tcp", "protocol": "tcp", "duration_s": 10.0}, repeats=2, seed=3)
+
+
+def test_a_sim_worker_measures_what_the_local_executor_measures(redis_prefix: str, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {"NICTUNE_BROKER_URL": REDIS_URL, "NICTUNE_KEY_PREFIX": redis_prefix, "NICTUNE_HEARTBEAT_S": "0.5",
+           "NICTUNE_STATE_DIR": str(tmp_path / "state")}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    settings = CelerySettings()
+    registry = Registry(REDIS_URL, redis_prefix)
+    factory = ExecutorFactory(settings)
+    try:
+        with running_worker("sim:benson-40g", "simlab", env, tmp_path / "w.log", registry):
+            executor = factory("pool:simlab")
+            assert executor.slots == 1 and executor.simulated and executor.kind == "sim"
+            remote = executor.measure(request_for("simlab", 1))
+            with LocalExecutor("sim:benson-40g") as local:
+                here = local.measure(request_for("simlab", 1))
+            assert [s.metrics for s in remote.samples] == [s.metrics for s in here.samples]
+            assert any(n.startswith("measured by nictune-simlab-sim-benson-40g@") for n in remote.notes)
+            # The same request again is answered from its stored result, not measured twice.
+            assert executor.measure(request_for("simlab", 1)).samples == remote.samples
+            assert registry.workers("simlab")[0].measured == 1
+            # Values are validated again on the worker: a bad one fails the measurement only.
+            bad = dict(request_for("simlab", 2).values) | {"mtu": 123}
+            with pytest.raises(MeasurementError, match="mtu"):
+                executor.measure(request_for("simlab", 2, bad))
+    finally:
+        factory.close()
+        registry.close()
+
+
+def test_trials_that_change_machine_wide_settings_take_turns(tmp_path: Path) -> None:
+    import threading
+
+    from nictune.executors.worker import machine_lock, touches_machine
+
+    from .test_celery_pool import SPACE
+
+    link_only = space_from_dict(SPACE)
+    assert not touches_machine(MeasureRequest(1, 1, 0, "pool:x", link_only.definition, dict(link_only.default()),
+                                              {}, 1, 1))
+    veth = load_space("veth")  # its net.core.* buffers are the machine's
+    assert touches_machine(MeasureRequest(1, 1, 0, "pool:x", veth.definition, dict(veth.default()), {}, 1, 1))
+    inside: list[int] = []
+    overlap = threading.Event()
+
+    def trial(n: int) -> None:
+        with machine_lock(True, tmp_path / "machine.lock"):
+            inside.append(n)
+            if len(inside) > 1:
+                overlap.set()
+            time.sleep(0.2)
+            inside.remove(n)
+
+    threads = [threading.Thread(target=trial, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not overlap.is_set()
