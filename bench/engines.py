@@ -4,9 +4,10 @@ Usage:
     .venv/bin/python bench/engines.py            # full run: 20 seeds, budget 100, 8 contenders, 5 scenarios
     .venv/bin/python bench/engines.py --quick    # smoke test: 3 seeds, budget 30, two scenarios
 
-The full run took 692 s on this 2-core machine with the optima cached (while other jobs kept
-the load average at 3-4); computing the optima the first time adds about 2 minutes (the
-exhaustive Nurika enumeration is 94 s of it).
+The full run took 519 s on this 2-core machine (``nice -n 19``, shared with two other jobs) with
+the optima cached; computing the optima the first time adds about 80 s (the exhaustive Nurika
+enumeration is 58 s of it). Runs are deterministic: the same command gives the same table
+(timings apart).
 
 Every figure comes from the simulated testbed (``nictune.measure.sim``): a model, not hardware.
 Measurements carry 3% coefficient-of-variation noise (``--noise``); the figures of merit use
@@ -14,10 +15,21 @@ the model's noise-free value of the configuration each contender *recommends*.
 
 Contenders (each over ``--seeds`` seeds, ``--budget`` measurements):
 
-* nictune engines (``bayes``, ``ga``, ``nsga2``) driven exactly as the job loop will drive them:
-  ask/tell with the start configurations ``[default, baseline profile]``, one measurement per
-  evaluation, adaptive repeats by :class:`nictune.optimizer.racing.RacingPolicy` (a repeat
-  counts as an evaluation), recommendation = best lower confidence bound of the mean.
+* nictune engines (``bayes``, ``ga``, ``nsga2``) driven exactly as the job loop drives them
+  (``nictune/jobs/evaluate.py``): ask/tell with the start configurations ``[default, baseline
+  profile]``; each new configuration measured once, then :meth:`RacingPolicy.decide` against
+  the recommendation of the other configurations: ``again`` measures it once more,
+  ``incumbent`` measures the incumbent and then the challenger once more, ``stop``/``done``
+  tell the engine the score of the mean. ``RacingPolicy(goal)`` with its defaults
+  (``max_repeats`` 3).
+* The budget counts *measurements* (first ones, repeats, incumbent re-measures and final
+  repeats), for fairness with Optuna, which measures each suggestion once. The final repeats
+  are reserved inside the budget: a job with a budget of ``B`` measurements runs the loop for
+  ``B - (max_repeats - 1)`` measurements (stopping mid-race if need be), then measures the
+  incumbent ``policy.final_repeats`` times (at most ``max_repeats - 1``) and recommends
+  ``policy.recommend`` (best lower confidence bound among the surely feasible, then the
+  feasible-on-the-mean configurations). Engines do not know the budget, so each budget's job
+  is a prefix of one long run, finalised; the curves show that answer at every budget.
 * ``random`` and ``ofat`` (nictune's baselines, the hand-tuning procedure): start configurations,
   every configuration measured once, recommendation = best single measurement.
 * ``optuna-tpe`` / ``optuna-nsga2``: Optuna's ``TPESampler()`` / ``NSGAIISampler()`` with default
@@ -27,8 +39,13 @@ Contenders (each over ``--seeds`` seeds, ``--budget`` measurements):
 
 Figures: evaluations until the recommendation first reaches 95% / 99% of the optimum
 (median and interquartile range over seeds; ``>B`` when not reached within the budget), the
-noise-free quality of the recommendation at budgets 20, 50, 100, the share of seeds within 2%
-of the optimum at 50, and the engine time per suggestion at 100 and 500 trials.
+noise-free quality of the recommendation at budgets 20, 50, 100, the share of seeds whose
+recommendation at 50 is within 2% of the optimum (``<=2%@50``) next to the share that had
+*measured* such a configuration by then (``found``: below it, the search is the limit; above
+the ``<=2%@50`` figure, the recommendation), the engine time per suggestion at 100 and 500
+trials, and for constrained scenarios how often the optimum itself passes its constraints on
+one measurement and on the mean of three (a constraint tighter than the noise cannot be
+decided by any contender).
 
 Quality: for a maximised objective, value / optimum; for a minimised one whose optimum is
 above zero, optimum / value; when the optimum is 0 (no interrupts at all), the share of the
@@ -176,6 +193,8 @@ class Run:
     finished_at: int | None = None
     noise_cv: float | None = None
     seconds: float = 0.0
+    #: The recommended configuration at each of BUDGET_MARKS (for diagnostics).
+    recommended: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 def _pair(score: Score) -> tuple[bool, float]:
@@ -183,16 +202,40 @@ def _pair(score: Score) -> tuple[bool, float]:
 
 
 def run_nictune(problem: Problem, engine_name: str, seed: int, budget: int, *, racing: bool,
-                start: bool = True) -> Run:
-    """The job loop's procedure (ask, measure, race, tell), without a database."""
+                start: bool = True, params: dict[str, Any] | None = None,
+                policy_params: dict[str, Any] | None = None) -> Run:
+    """The job loop's procedure (ask, measure, race, tell, final repeats), without a database.
+
+    ``budget`` counts measurements (every repeat, incumbent re-measure and final repeat).
+    With racing, a job whose budget is ``B`` measurements keeps ``max_repeats - 1`` of them
+    for the final repeats of the incumbent: it runs the loop for ``B - (max_repeats - 1)``
+    measurements (stopping mid-race if need be), then measures the incumbent
+    ``policy.final_repeats`` times and recommends ``policy.recommend``. The engine does not
+    know the budget, so the job with budget ``B`` is a prefix of the longest run: the curve
+    entry ``B`` is that prefix, finalised.
+    """
     started = time.perf_counter()
-    engine = make_engine(engine_name, problem.space, seed=seed, start=problem.start() if start else [])
-    policy = RacingPolicy(problem.goal)
-    run = Run(problem.sc.name, engine_name if racing else f"{engine_name}", seed)
+    engine = make_engine(engine_name, problem.space, seed=seed, params=params,
+                         start=problem.start() if start else [])
+    policy = RacingPolicy(problem.goal, **(policy_params or {}))
+    reserve = policy.max_repeats - 1 if racing else 0
+    limit = max(1, budget - reserve)
+    run = Run(problem.sc.name, engine_name, seed)
     trials: dict[str, list[dict[str, float]]] = {}
     configs: dict[str, Configuration] = {}
     best_found: Score | None = None
     best_single: tuple[Score, str] | None = None
+    plain: list[str | None] = []  # recommendation after m measurements, not finalised
+    final: list[str | None] = []  # the same prefix, finalised (the incumbent re-measured)
+
+    def finalised() -> str | None:
+        t = {k: list(v) for k, v in trials.items()}
+        inc = policy.recommend(t)
+        if inc is None:
+            return None
+        for k in range(policy.final_repeats(t, inc)):
+            t[inc].append(problem.sample(configs[inc], seed, 10_000_000 + 10 * run.evaluations + k))
+        return policy.recommend(t)
 
     def measure(config: Configuration) -> None:
         nonlocal best_found, best_single
@@ -203,34 +246,51 @@ def run_nictune(problem: Problem, engine_name: str, seed: int, budget: int, *, r
         clean = problem.clean_score(config)
         if best_found is None or clean > best_found:
             best_found = clean
-        single = problem.goal.score(metrics)
-        if best_single is None or single > best_single[0]:
-            best_single = (single, config.hash)
-        rec = policy.recommend(trials) if racing else best_single[1]
-        run.rec.append(_pair(problem.clean_score(configs[rec])) if rec else (False, -1e300))
         run.found.append(_pair(best_found))
+        if racing:
+            plain.append(policy.recommend(trials))
+            final.append(finalised())
+        else:
+            single = problem.goal.score(metrics)
+            if best_single is None or single > best_single[0]:
+                best_single = (single, config.hash)
+            plain.append(best_single[1])
 
-    incumbent: str | None = None
-    while run.evaluations < budget and not engine.finished:
+    while run.evaluations < limit and not engine.finished:
         t0 = time.perf_counter()
         batch = engine.ask(1)
         run.ask_ms.append((time.perf_counter() - t0) * 1000)
         if not batch:
             break
         for config in batch:
+            if run.evaluations >= limit:
+                break
             measure(config)
-            while racing and run.evaluations < budget:
+            # nictune/jobs/evaluate.py: decide against the recommendation of the others;
+            # "incumbent" re-measures it and then measures the challenger again.
+            while racing and run.evaluations < limit:
+                others = {k: v for k, v in trials.items() if k != config.hash}
+                incumbent = policy.recommend(others)
                 decision = policy.decide(trials, config.hash, incumbent)
-                if decision == "again":
-                    measure(config)
-                elif decision == "incumbent" and incumbent is not None:
+                if decision == "incumbent" and incumbent is not None:
                     measure(configs[incumbent])
-                else:
+                    decision = "again"
+                if (decision != "again" or len(trials[config.hash]) >= policy.max_repeats
+                        or run.evaluations >= limit):
                     break
+                measure(config)
             engine.tell(config, policy.score(trials[config.hash]))
-            incumbent = policy.recommend(trials) if racing else None
     if engine.finished:
         run.finished_at = run.evaluations
+    for e in range(1, budget + 1):
+        if racing and e > reserve:
+            rec = final[min(e - reserve, len(final)) - 1] if final else None
+        else:
+            rec = plain[min(e, len(plain)) - 1] if plain else None
+        run.rec.append(_pair(problem.clean_score(configs[rec])) if rec else (False, -1e300))
+        if rec and e in BUDGET_MARKS:
+            run.recommended[e] = configs[rec].as_dict()
+    run.found += [run.found[-1]] * (budget - len(run.found)) if run.found else []
     run.configurations = len(trials)
     run.seconds = time.perf_counter() - started
     run.noise_cv = policy.noise(trials)["objective"].cv if racing else None
@@ -330,29 +390,10 @@ def run_task(task: tuple[str, str, int, int, float]) -> Run:
     kind, engine, racing = CONTENDERS[contender]
     if kind == "optuna":
         return run_optuna(problem, engine, seed, budget)
-    if kind == "nictune-tpe":
-        run = run_nictune_params(problem, engine, seed, budget, {"surrogate": "tpe"})
-    else:
-        run = run_nictune(problem, engine, seed, budget, racing=racing)
+    params = {"surrogate": "tpe"} if kind == "nictune-tpe" else None
+    run = run_nictune(problem, engine, seed, budget, racing=racing, params=params)
     run.contender = contender
     return run
-
-
-def run_nictune_params(problem: Problem, engine: str, seed: int, budget: int, params: dict[str, Any]) -> Run:
-    from nictune.optimizer import _base
-
-    original = _base.ENGINES[engine]
-
-    class Configured(original):  # type: ignore[misc, valid-type]
-        def __init__(self, *args: Any, **kwargs: Any):
-            kwargs["params"] = {**params, **(kwargs.get("params") or {})}
-            super().__init__(*args, **kwargs)
-
-    _base.ENGINES[engine] = Configured
-    try:
-        return run_nictune(problem, engine, seed, budget, racing=True)
-    finally:
-        _base.ENGINES[engine] = original
 
 
 # --------------------------------------------------------------------------- optimum
@@ -427,6 +468,23 @@ def _iterated_local_search(problem: Problem, evals: int) -> tuple[Configuration,
     return best, len(seen)
 
 
+def constraint_note(problem: Problem, opt: dict[str, Any], draws: int = 400) -> str:
+    """How often the optimum itself passes its constraints on the mean of 1 and 3 noisy
+    measurements (what racing and the recommendation can see)."""
+    if not problem.goal.constraints or not opt.get("feasible"):
+        return ""
+    config = problem.space.configuration(opt["config"])
+    shares = []
+    for n in (1, 3):
+        ok = 0
+        for d in range(draws):
+            samples = [problem.sample(config, 7_000_000 + d, k) for k in range(n)]
+            ok += problem.goal.score(Goal.mean_metrics(samples)).feasible
+        shares.append(ok / draws)
+    return (f"the optimum passes {', '.join(str(c) for c in problem.goal.constraints)} on one measurement "
+            f"in {shares[0]:.0%} of draws, on the mean of 3 in {shares[1]:.0%} (noise-free: passes)")
+
+
 # --------------------------------------------------------------------------- overhead
 def overhead_task(task: tuple[str, int]) -> tuple[str, dict[int, float]]:
     """Engine time per suggestion around trial 100 and 500 (noise-free Benson TCP, no racing)."""
@@ -473,11 +531,17 @@ def reach(curve: Sequence[float], level: float) -> int | None:
 
 
 def median_iqr(xs: Sequence[float]) -> tuple[float, float, float]:
+    """Median and quartiles (linear interpolation; safe with infinite values: not reached)."""
     s = sorted(xs)
-    if len(s) == 1:
-        return s[0], s[0], s[0]
-    q = statistics.quantiles(s, n=4, method="inclusive")
-    return q[1], q[0], q[2]
+
+    def at(f: float) -> float:
+        pos = (len(s) - 1) * f
+        lo, hi = math.floor(pos), math.ceil(pos)
+        if s[lo] == s[hi]:
+            return s[lo]
+        return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+    return at(0.5), at(0.25), at(0.75)
 
 
 def fmt_reach(values: Sequence[int | None], budget: int) -> str:
@@ -511,6 +575,10 @@ def summarise(runs: list[Run], optima: dict[str, dict[str, Any]], budget: int,
             row[f"reach{int(level * 100)}_median"] = (statistics.median([h if h is not None else math.inf
                                                                          for h in hits]))
             row[f"reach{int(level * 100)}_reached"] = len(finite)
+        found = [[quality(Score(f, v) if f else None, opt["value"], opt["default"]) for f, v in r.found]
+                 for r in group]
+        if budget >= 50:  # was a configuration within 2% measured at all (search vs recommendation)?
+            row["found2_at50"] = sum(1 for c in found if c and c[min(50, len(c)) - 1] >= 0.98) / len(found)
         for mark in BUDGET_MARKS:
             if mark <= budget:
                 vals = [c[mark - 1] for c in curves]
@@ -571,7 +639,7 @@ def print_table(rows: list[dict[str, Any]], optima: dict[str, dict[str, Any]], b
     marks = [m for m in BUDGET_MARKS if m <= budget]
     head = (f"{'contender':<13} {'to 95% med [IQR]':>17} {'to 99% med [IQR]':>17} "
             + " ".join(f"{'q@' + str(m):>7}" for m in marks)
-            + f" {'<=2%@50':>8} {'evals/cfg':>9} {'ms@100':>7} {'ms@500':>7}")
+            + f" {'<=2%@50':>8} {'found':>6} {'evals/cfg':>9} {'ms@100':>7} {'ms@500':>7}")
     for scenario in [s for s in SCENARIOS if any(r["scenario"] == s for r in rows)]:
         opt = optima[scenario]
         sc = SCENARIOS[scenario]
@@ -584,10 +652,11 @@ def print_table(rows: list[dict[str, Any]], optima: dict[str, dict[str, Any]], b
         for r in sorted((r for r in rows if r["scenario"] == scenario),
                         key=lambda r: list(CONTENDERS).index(r["contender"])):
             qs = " ".join(f"{r.get('q' + str(m), math.nan):7.3f}" for m in marks)
-            w = r.get("within2_at50")
+            w, fd = r.get("within2_at50"), r.get("found2_at50")
             lines.append(
                 f"{r['contender']:<13} {r['reach95']:>17} {r['reach99']:>17} {qs} "
-                f"{(f'{w:.0%}' if w is not None else '-'):>8} {r['evaluations_per_configuration']:9.2f} "
+                f"{(f'{w:.0%}' if w is not None else '-'):>8} {(f'{fd:.0%}' if fd is not None else '-'):>6} "
+                f"{r['evaluations_per_configuration']:9.2f} "
                 f"{r['ms100']:7.2f} {r['ms500']:7.2f}")
     text = "\n".join(lines)
     print(text)
@@ -715,6 +784,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in scenarios:
         opt = optima[name]
         print(f"# optimum {name}: {opt['value']:.6g} ({opt['method']}, {opt['seconds']} s)")
+    for name in scenarios:
+        note = constraint_note(_problem(name, args.noise), optima[name])
+        if note:
+            print(f"# {name}: {note}")
     rows = summarise(runs, optima, args.budget, overhead)
     table = print_table(rows, optima, args.budget)
     notes = ofat_comparison(rows, args.default_engine)

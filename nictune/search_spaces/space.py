@@ -234,7 +234,7 @@ class SearchSpace:
             broken = self.violations(current)
             if not broken:
                 return Configuration.from_values(current)
-            names = [n for n in self._names_in(broken[0]) if n in self.knobs and n in current]
+            names = [n for n in sorted(self._names_in(broken[0])) if n in self.knobs and n in current]
             pick = rng.choice(names)
             full = dict(values) | current
             full[pick] = self.knobs[pick].sample(rng)

@@ -157,3 +157,21 @@ def test_invalid_parameters_are_rejected(params: dict[str, object]) -> None:
     with pytest.raises(InvalidInputError) as info:
         make_engine("bayes", load_space("benson-40g"), seed=0, params=params)
     assert info.value.field == "engine_params"
+
+
+def test_an_expert_start_configuration_switches_to_the_local_plan() -> None:
+    space = load_space("benson-40g")
+    expert = BayesEngine(space, seed=0, start=[space.default(), space.profile("baseline")])
+    assert expert.n_init == 3 and expert.cycle == ("local", "coordinate")
+    assert len(expert.ask(20)) == 2 + 3
+    alone = BayesEngine(space, seed=0, start=[space.default()])
+    assert alone.n_init == 7 and alone.cycle == ("global", "local", "coordinate")
+    given = BayesEngine(space, seed=0, params={"rounds": "coordinate,global", "n_init": 4},
+                        start=[space.default(), space.profile("baseline")])
+    assert given.n_init == 4 and given.cycle == ("coordinate", "global")
+
+
+def test_unknown_round_kinds_are_rejected() -> None:
+    with pytest.raises(InvalidInputError) as info:
+        make_engine("bayes", load_space("benson-40g"), seed=0, params={"rounds": "global,sideways"})
+    assert info.value.field == "engine_params"

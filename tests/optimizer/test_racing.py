@@ -116,3 +116,22 @@ def test_invalid_settings_are_rejected() -> None:
         RacingPolicy(GOAL, max_repeats=0)
     with pytest.raises(ValueError):
         RacingPolicy(GOAL, confidence=1.0)
+
+
+def test_recommendation_prefers_surely_feasible_to_feasible_on_the_mean_only() -> None:
+    goal = Goal.from_names(["throughput"], ["loss<=0.1"])
+    policy = RacingPolicy(goal, prior_cv=0.05)
+    # "edge" is faster and feasible on its mean, but its loss interval straddles the limit.
+    edge = [{"throughput_gbps": 8.0, "loss_pct": 0.098}] * 3
+    safe = [{"throughput_gbps": 7.6, "loss_pct": 0.04}] * 3
+    assert policy.feasibility(edge, policy.noise({"edge": edge, "safe": safe})) == "maybe"
+    assert policy.recommend({"edge": edge, "safe": safe}) == "safe"
+    assert policy.recommend({"edge": edge}) == "edge"  # still better than nothing
+
+
+def test_a_challenger_behind_the_incumbent_on_its_first_sample_stops() -> None:
+    # race_confidence 0.1: repeats go to challengers about as good as the incumbent or better.
+    policy = RacingPolicy(GOAL, prior_cv=0.03)
+    trials = {"inc": tp(40.0, 40.2, 39.8), "behind": tp(39.0), "level": tp(40.0)}
+    assert policy.decide(trials, "behind", "inc") == "stop"
+    assert policy.decide(trials, "level", "inc") == "again"
