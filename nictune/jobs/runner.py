@@ -52,6 +52,12 @@ ExecutorFactory = Callable[[str, "float | None"], Executor]
 
 
 def _local_executor(testbed: str, noise: float | None) -> Executor:
+    if testbed.startswith("pool:"):
+        raise InvalidInputError(
+            f"testbed {testbed!r} is a pool of measurement workers: submit the job to the service that "
+            f"runs them (nictune optimize --server URL --testbed {testbed})",
+            field="testbed", allowed="sim:PROFILE, veth[:NAME], a pair YAML file; pool:NAME through --server",
+        )
     return LocalExecutor(testbed, noise=noise)
 
 

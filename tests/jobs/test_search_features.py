@@ -234,3 +234,9 @@ def test_a_trial_withdrawn_while_waiting_is_run_on_resume_not_failed(tmp_path: A
     assert done.state == "completed" and done.failed == 0
     assert [t.number for t in _trials(engine, job)] == [0, 1, 2, 3, 4]
     engine.dispose()
+
+
+def test_a_pool_needs_the_service(engine: Engine) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        create_job(engine, JobSpec(objectives=["throughput"], testbed="pool:lab"))
+    assert err.value.field == "testbed" and "--server" in str(err.value)
