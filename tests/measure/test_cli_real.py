@@ -103,7 +103,8 @@ def test_sigterm_stops_an_optimize_cleanly(env: dict[str, str]) -> None:
     rmem_before = LocalHost().read_file(RMEM_MAX).strip()
     proc = nictune("optimize", "--testbed", f"veth:{name}", "--workload", "udp-jumbo", "--objective",
                    "throughput", "--budget", "5", "--repeats", "1", "--duration", "20", "--seed", "1",
-                   "--param", "population=4", "--param", "local=1", "--param", "elite=1", env=env)
+                   "--engine", "ga", "--param", "population=4", "--param", "local=1", "--param", "elite=1",
+                   env=env)
     try:
         wait_for_iperf3(proc)
         proc.send_signal(signal.SIGTERM)
