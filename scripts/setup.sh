@@ -10,6 +10,8 @@ for tool in iperf3:iperf3 ethtool:ethtool ip:iproute2 ssh:openssh-client sshd:op
   bin=${tool%%:*}; pkg=${tool##*:}
   command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/sbin/$bin" ] || need+=("$pkg")
 done
+# Debian's python3 creates venvs only with python3-venv (ensurepip) installed.
+python3 -c "import ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "setup: installing system packages: ${need[*]}"

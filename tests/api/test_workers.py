@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nictune.executors.registry import Registry, WorkerRecord
-from tests.executors.support import REDIS_URL, delete_prefix, redis_reachable, running_worker, unique_prefix
+from tests.executors.support import REDIS_URL, delete_prefix, require_redis, running_worker, unique_prefix
 
 from .conftest import AppFactory
 from .support import submit, wait_for
@@ -21,9 +21,7 @@ def test_the_local_executor_has_no_workers(make_api: AppFactory) -> None:
 
 
 def test_workers_and_pools_come_from_the_registry(make_api: AppFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    reason = redis_reachable()
-    if reason:
-        pytest.skip(reason)
+    require_redis()
     prefix = unique_prefix()
     monkeypatch.setenv("NICTUNE_KEY_PREFIX", prefix)
     registry = Registry(REDIS_URL, prefix)
@@ -59,9 +57,7 @@ def test_an_unreachable_registry_is_503(make_api: AppFactory) -> None:
 
 def test_a_waiting_job_can_be_cancelled_and_its_request_is_withdrawn(
         make_api: AppFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    reason = redis_reachable()
-    if reason:
-        pytest.skip(reason)
+    require_redis()
     prefix = unique_prefix()
     env = {"NICTUNE_BROKER_URL": REDIS_URL, "NICTUNE_KEY_PREFIX": prefix, "NICTUNE_HEARTBEAT_S": "0.5",
            "NICTUNE_STATE_DIR": str(tmp_path / "state")}

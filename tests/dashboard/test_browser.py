@@ -30,6 +30,7 @@ from typer.testing import CliRunner
 
 from nictune.cli import token as token_cli
 from tests.api.server import Server, free_port
+from tests.environment import unavailable
 
 pytestmark = pytest.mark.slow
 
@@ -39,10 +40,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 #: Pause after every trial, so the job is still running while the browser watches.
 TRIAL_DELAY_S = 0.25
-
-
-def _ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}
 
 
 def _require_browser() -> Any:
@@ -56,9 +53,7 @@ def _require_browser() -> Any:
     except ImportError:
         problem = problem or "the playwright package is not installed (pip install playwright)"
     if problem:
-        if _ci():
-            pytest.fail(f"{problem}; CI is set, so the browser test must run")
-        pytest.skip(problem)
+        unavailable(problem)
     return sync_api
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nictune.executors.registry import Registry, WorkerRecord
+from tests.environment import unavailable
 from tests.processes import ChildProcess
 
 REDIS_URL = os.environ.get("NICTUNE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -27,6 +28,13 @@ def redis_reachable() -> str:
     except redis.RedisError as exc:
         return f"Redis at {REDIS_URL} is unreachable: {exc}"
     return ""
+
+
+def require_redis() -> None:
+    """Skip the test when the machine's Redis does not answer (fail it under CI)."""
+    reason = redis_reachable()
+    if reason:
+        unavailable(reason)
 
 
 def unique_prefix() -> str:

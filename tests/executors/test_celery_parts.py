@@ -24,14 +24,12 @@ from nictune.executors.worker import TrialTimeLimit, WorkerConfig, time_limit
 from nictune.measure._base import Sample, TrialResult
 from nictune.search_spaces import load_space, space_from_dict
 
-from .support import REDIS_URL, delete_prefix, redis_reachable, running_worker, unique_prefix
+from .support import REDIS_URL, delete_prefix, require_redis, running_worker, unique_prefix
 
 
 @pytest.fixture
 def redis_prefix() -> Iterator[str]:
-    reason = redis_reachable()
-    if reason:
-        pytest.skip(reason)
+    require_redis()
     prefix = unique_prefix()
     try:
         yield prefix
