@@ -12,13 +12,14 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from deap import base, creator, tools
 from deap.tools import selection as _selection
 
 from nictune.optimizer.objectives import Score
-from nictune.search_spaces import Value
+from nictune.search_spaces import Configuration, Value
 
 _FITNESS = "NictuneFitness"
 _INDIVIDUAL = "NictuneIndividual"
@@ -33,6 +34,14 @@ _SELECTION_LOCK = threading.Lock()
 
 #: An individual: a dict knob -> value with a DEAP ``fitness`` attribute.
 Individual = Any
+
+
+@dataclass
+class Member:
+    """An individual of a population: its genome and the configuration it stands for."""
+
+    genome: dict[str, Value]
+    config: Configuration
 
 
 def make_individual(genome: Mapping[str, Value]) -> Individual:

@@ -15,22 +15,16 @@ replaced by a random valid sample; duplicates inside a generation are dropped.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from nictune.optimizer import deap_adapter
 from nictune.optimizer._base import Engine, Param, register_engine
+from nictune.optimizer.deap_adapter import Member
 from nictune.optimizer.objectives import Score
 from nictune.search_spaces import Configuration, Value
 
 #: Re-mutations of a child that was measured already, before a random sample replaces it.
 MAX_REMUTATIONS = 50
-
-
-@dataclass
-class _Member:
-    genome: dict[str, Value]
-    config: Configuration
 
 
 @register_engine
@@ -121,8 +115,8 @@ class GeneticEngine(Engine):
         inactive = {n: k.sample(self.rng) for n, k in self.space.knobs.items() if n not in config}
         return self._genome(config, inactive)
 
-    def _first_generation(self) -> list[_Member]:
-        members = [_Member(self._genome(c, None), c) for c in self.start]
+    def _first_generation(self) -> list[Member]:
+        members = [Member(self._genome(c, None), c) for c in self.start]
         seen = {m.config.hash for m in members}
         # Half of the rest: one-knob changes of the known-good start (the last one, e.g. a
         # baseline profile); the other half: uniform samples for diversity.
@@ -136,19 +130,19 @@ class GeneticEngine(Engine):
                 config = self._repair(genome)
                 if config.hash not in seen:
                     seen.add(config.hash)
-                    members.append(_Member(genome, config))
+                    members.append(Member(genome, config))
         for _ in range(MAX_REMUTATIONS * self.population):
             if len(members) >= self.population:
                 break
             config = self.space.sample(self.rng)
             if config.hash not in seen:
                 seen.add(config.hash)
-                members.append(_Member(self._random_genome(config), config))
+                members.append(Member(self._random_genome(config), config))
         return members
 
     def _breed(self) -> None:
         individuals = []
-        owner: dict[int, _Member] = {}
+        owner: dict[int, Member] = {}
         for member in self._members:
             ind = deap_adapter.make_individual(member.genome)
             score = self.score_of(member.config)
@@ -233,18 +227,18 @@ class GeneticEngine(Engine):
         if name in genome:
             genome[name] = self.space.knobs[name].mutate(genome[name], self.rng, self.mutation_scale)
 
-    def _local_child(self, genome: dict[str, Value], taken: set[str]) -> _Member | None:
+    def _local_child(self, genome: dict[str, Value], taken: set[str]) -> Member | None:
         """A repaired one-knob change that is new, or ``None`` after a few tries."""
         base = dict(genome)
         for _ in range(MAX_REMUTATIONS):
             config = self._repair(genome)
             if not self.known(config) and config.hash not in taken:
-                return _Member(genome, config)
+                return Member(genome, config)
             genome = dict(base)
             self._mutate_one(genome)
         return None
 
-    def _child(self, genome: dict[str, Value], taken: set[str]) -> _Member | None:
+    def _child(self, genome: dict[str, Value], taken: set[str]) -> Member | None:
         """Mutate and repair ``genome``; ``None`` when nothing new could be found."""
 
         def fresh(config: Configuration) -> bool:
@@ -254,13 +248,13 @@ class GeneticEngine(Engine):
         config = self._repair(genome)
         for _ in range(MAX_REMUTATIONS):
             if fresh(config):
-                return _Member(genome, config)
+                return Member(genome, config)
             self._mutate_one(genome)
             config = self._repair(genome)
         if fresh(config):
-            return _Member(genome, config)
+            return Member(genome, config)
         for _ in range(MAX_REMUTATIONS):
             sample = self.space.sample(self.rng)
             if fresh(sample):
-                return _Member(self._genome(sample, genome), sample)
+                return Member(self._genome(sample, genome), sample)
         return None

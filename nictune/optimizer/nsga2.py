@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from nictune.optimizer import deap_adapter
 from nictune.optimizer._base import Engine, Param, register_engine
+from nictune.optimizer.deap_adapter import Member
 from nictune.optimizer.objectives import Score
 from nictune.optimizer.pareto import Vector, pareto_front, vector_of
 from nictune.search_spaces import Configuration, Value
@@ -34,12 +34,6 @@ from nictune.search_spaces import Configuration, Value
 MAX_REMUTATIONS = 50
 #: Stand-in for -inf (failed trials): DEAP's crowding distance needs finite values.
 FLOOR = -1e300
-
-
-@dataclass
-class _Member:
-    genome: dict[str, Value]
-    config: Configuration
 
 
 @register_engine
@@ -65,8 +59,8 @@ class Nsga2Engine(Engine):
         self.mutation_scale: float = p["mutation_scale"]
         self.generation = 0
         self._exhausted = False
-        self._survivors: list[_Member] = []
-        self._children: list[_Member] = self._first_generation()
+        self._survivors: list[Member] = []
+        self._children: list[Member] = self._first_generation()
 
     # ------------------------------------------------------------- ask / tell
     def _ask(self, n: int) -> list[Configuration]:
@@ -106,8 +100,8 @@ class Nsga2Engine(Engine):
         return {name: config[name] if name in config else carry.get(name, knob.default)
                 for name, knob in self.space.knobs.items()}
 
-    def _first_generation(self) -> list[_Member]:
-        members = [_Member(self._genome(c), c) for c in self.start]
+    def _first_generation(self) -> list[Member]:
+        members = [Member(self._genome(c), c) for c in self.start]
         seen = {m.config.hash for m in members}
         for _ in range(MAX_REMUTATIONS * self.population):
             if len(members) >= self.population:
@@ -116,10 +110,10 @@ class Nsga2Engine(Engine):
             if config.hash not in seen:
                 seen.add(config.hash)
                 inactive = {n: k.sample(self.rng) for n, k in self.space.knobs.items() if n not in config}
-                members.append(_Member(self._genome(config, inactive), config))
+                members.append(Member(self._genome(config, inactive), config))
         return members
 
-    def _vectors(self, members: list[_Member]) -> list[Vector]:
+    def _vectors(self, members: list[Member]) -> list[Vector]:
         """DEAP fitness values: objective vectors with Deb's constraint rule folded in."""
         scores = [self.score_of(m.config) for m in members]
         raw = [vector_of(s) if s is not None else (FLOOR,) for s in scores]
@@ -141,7 +135,7 @@ class Nsga2Engine(Engine):
         return out
 
     def _next_generation(self) -> None:
-        combined: list[_Member] = []
+        combined: list[Member] = []
         seen: set[str] = set()
         for m in [*self._survivors, *self._children]:
             if m.config.hash not in seen:
@@ -149,7 +143,7 @@ class Nsga2Engine(Engine):
                 combined.append(m)
         vectors = self._vectors(combined)
         individuals = []
-        owner: dict[int, _Member] = {}
+        owner: dict[int, Member] = {}
         for member, values in zip(combined, vectors, strict=True):
             ind = deap_adapter.make_mo_individual(member.genome, values)
             owner[id(ind)] = member
@@ -159,7 +153,7 @@ class Nsga2Engine(Engine):
         parents = deap_adapter.select_tournament_dcd(survivors, self.population, self.rng)
         genomes = [dict(p) for p in parents]
         taken: set[str] = set()
-        children: list[_Member] = []
+        children: list[Member] = []
         for i in range(0, len(genomes) - 1, 2):
             if self.rng.random() < self.cxpb:
                 self._crossover(genomes[i], genomes[i + 1])
@@ -195,7 +189,7 @@ class Nsga2Engine(Engine):
             name = self.rng.choice(active)
             genome[name] = self.space.knobs[name].mutate(genome[name], self.rng, self.mutation_scale)
 
-    def _child(self, genome: dict[str, Value], taken: set[str]) -> _Member | None:
+    def _child(self, genome: dict[str, Value], taken: set[str]) -> Member | None:
         def fresh(config: Configuration) -> bool:
             return not self.known(config) and config.hash not in taken
 
@@ -204,10 +198,10 @@ class Nsga2Engine(Engine):
             config = self.space.repair(genome, self.rng)
             genome.update(config.as_dict())
             if fresh(config):
-                return _Member(genome, config)
+                return Member(genome, config)
             self._mutate(genome, force_one=True)
         for _ in range(MAX_REMUTATIONS):
             sample = self.space.sample(self.rng)
             if fresh(sample):
-                return _Member(self._genome(sample, genome), sample)
+                return Member(self._genome(sample, genome), sample)
         return None
