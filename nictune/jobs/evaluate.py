@@ -20,7 +20,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Engine as DbEngine
@@ -129,7 +129,7 @@ def _request(ctx: JobContext, trial_id: int, number: int, step: int, config: Con
              repeats: int) -> MeasureRequest:
     return MeasureRequest(
         job_id=ctx.job_id, trial_id=trial_id, step=step, testbed=ctx.executor.testbed,
-        space=ctx.space_definition, values=config.as_dict(), workload=ctx.workload.__dict__.copy(),
+        space=ctx.space_definition, values=config.as_dict(), workload=asdict(ctx.workload),
         repeats=repeats, seed=measurement_seed(ctx.seed, number, step),
     )
 

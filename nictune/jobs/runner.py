@@ -14,6 +14,7 @@ and told to the engine in trial-number order when the whole batch is done.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -184,6 +185,19 @@ def policy_for(goal: Goal, repeats: int) -> RacingPolicy:
     return RacingPolicy(goal, max_repeats=repeats)
 
 
+@dataclass(frozen=True)
+class _Stored:
+    """A trial the job already has (replayed on resume)."""
+
+    trial_id: int
+    hash: str
+    canonical: str
+    state: str
+    source: str
+    summary: dict[str, Any] | None
+    runs: int  # measurements stored with it
+
+
 class JobRunner:
     """Runs (and resumes) stored jobs.
 
@@ -245,13 +259,14 @@ class JobRunner:
             prep.executor.close()
 
     # ------------------------------------------------------------------ the loop
-    def _context(self, job_id: int, prep: Prepared) -> tuple[JobContext, dict[int, Any], dict[str, Any]]:
+    def _context(self, job_id: int, prep: Prepared) -> tuple[JobContext, dict[int, _Stored], dict[str, Any]]:
         with db.session_scope(self.dbe) as s:
             job = db.get_job(s, job_id)
             if job.state in ("completed", "cancelled"):
                 raise JobError(f"job {job_id} is already {job.state}; start a new job instead")
             lost = db.reset_running_trials(s, job_id)
-            done = {t.number: (t.configuration.hash, t.state, t.source, t.summary, t.id)
+            done = {t.number: _Stored(t.id, t.configuration.hash, t.configuration.canonical, t.state, t.source,
+                                      t.summary, len(t.measurements))
                     for t in db.job_trials(s, job_id)}
             options = dict(job.stats.get("options") or {"racing": False, "warm_start": False})
             ctx = JobContext(
@@ -329,23 +344,20 @@ class JobRunner:
                      f"({told} told to the engine, the best {len(first)} taken from the cache first)")
         return [c for c in first if not prep.engine.known(c)]
 
-    def _restore_race(self, ctx: JobContext, race: Race, done: Mapping[int, Any]) -> None:
-        if not done:
+    def _restore_race(self, ctx: JobContext, race: Race, done: Mapping[int, _Stored]) -> None:
+        """Put the samples of the job's completed trials back into the race (on resume)."""
+        completed = [(n, done[n]) for n in sorted(done) if done[n].state == "completed"]
+        if not completed:
             return
         with db.session_scope(self.dbe) as s:
-            for number in sorted(done):
-                config_hash, state, _source, _summary, trial_id = done[number]
-                if state != "completed":
-                    continue
-                samples = db.cached_samples(s, ctx.testbed_id, ctx.workload_id, config_hash)
-                trial = s.get(db.Trial, trial_id)
-                assert trial is not None
-                config = Configuration.from_values(_canonical(trial.configuration.canonical))
-                race.add(config, number, trial_id, samples)
-                race.runs[config_hash] = len(trial.measurements)
+            for number, stored in completed:
+                samples = db.cached_samples(s, ctx.testbed_id, ctx.workload_id, stored.hash)
+                config = Configuration.from_values(json.loads(stored.canonical))
+                race.add(config, number, stored.trial_id, samples)
+                race.runs[stored.hash] = stored.runs
 
     def _run_batch(self, ctx: JobContext, race: Race, number: int, batch: Sequence[Configuration],
-                   done: Mapping[int, Any]) -> list[TrialEvent]:
+                   done: Mapping[int, _Stored]) -> list[TrialEvent]:
         """Evaluate ``batch`` (trials ``number``...) with up to ``executor.slots`` at once.
 
         Returns the events of the trials that ran, in number order: all of them unless
@@ -394,11 +406,11 @@ class JobRunner:
             self.on_trial(event)
 
     def _replay(self, ctx: JobContext, number: int, config: Configuration,
-                stored: tuple[str, str, str, dict[str, Any] | None, int]) -> TrialEvent:
-        stored_hash, state, source, summary, _trial_id = stored
-        if stored_hash != config.hash:
+                stored: _Stored) -> TrialEvent:
+        state, source, summary = stored.state, stored.source, stored.summary
+        if stored.hash != config.hash:
             raise JobError(
-                f"cannot resume job {ctx.job_id}: trial {number} was {stored_hash[:12]} but the engine now "
+                f"cannot resume job {ctx.job_id}: trial {number} was {stored.hash[:12]} but the engine now "
                 f"proposes {config.short_hash} (was nictune or the engine changed?); start a new job"
             )
         if state == "failed" or not summary:
@@ -441,12 +453,6 @@ class JobRunner:
             stats = dict(job.stats)
         return JobOutcome(ctx.job_id, state, trials, int(stats.get("measured", 0)), int(stats.get("cached", 0)),
                           int(stats.get("failed", 0)))
-
-
-def _canonical(raw: str | Mapping[str, Any]) -> dict[str, Any]:
-    import json
-
-    return json.loads(raw) if isinstance(raw, str) else dict(raw)
 
 
 def _front(ctx: JobContext, race: Race) -> list[dict[str, Any]]:
