@@ -94,6 +94,8 @@ def wait_until(page: Any, predicate: str, timeout: float = 15.0) -> Any:
 
     ``page.wait_for_function`` evaluates its predicate with ``eval``, which the dashboard's
     Content-Security-Policy forbids; ``page.evaluate`` goes through the DevTools protocol.
+    A view is drawn on the ``hashchange`` after a click, so a predicate must read its element
+    with ``?.``: right after the click the element may not exist yet.
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -161,7 +163,7 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
 
                 # No token yet: the list says how to get one.
                 page.goto(f"{server.url}/#/jobs")
-                wait_until(page, "() => document.querySelector('#jobs-status').textContent.includes('token')")
+                wait_until(page, "() => document.querySelector('#jobs-status')?.textContent.includes('token')")
 
                 # The token box: the job list shows the job with its state and progress.
                 page.fill("#token-input", read_token)
@@ -174,9 +176,9 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
 
                 # The job page: progress advances live (from the event stream).
                 link.click()
-                wait_until(page, "() => document.querySelector('#job-progress').value >= 2")
+                wait_until(page, "() => document.querySelector('#job-progress')?.value >= 2")
                 first = page.eval_on_selector("#job-progress", "e => e.value")
-                wait_until(page, f"() => document.querySelector('#job-progress').value > {first}")
+                wait_until(page, f"() => document.querySelector('#job-progress')?.value > {first}")
                 second = page.eval_on_selector("#job-progress", "e => e.value")
                 assert second > first
                 assert page.get_attribute("#live", "data-live") == "live"
@@ -189,7 +191,7 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
                 assert drawn >= 3
                 assert page.locator("#convergence path.best-line").count() >= 1
                 assert page.locator("#convergence .default-ref line.default-line").count() == 1
-                wait_until(page, f"() => Number(document.querySelector('#convergence').dataset.points) > {drawn}")
+                wait_until(page, f"() => Number(document.querySelector('#convergence')?.dataset.points) > {drawn}")
 
                 # Default vs best, and the best so far.
                 compare = page.inner_text("#default-vs-best")
@@ -220,7 +222,7 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
 
                 # A read token may not cancel: the page says so (403).
                 page.click("#cancel")
-                wait_until(page, "() => document.querySelector('#notice').textContent.includes('may not')")
+                wait_until(page, "() => document.querySelector('#notice')?.textContent.includes('may not')")
 
                 page.screenshot(path=str(screenshot), full_page=True)
 
