@@ -4,10 +4,10 @@ Usage:
     .venv/bin/python bench/engines.py            # full run: 20 seeds, budget 100, 8 contenders, 5 scenarios
     .venv/bin/python bench/engines.py --quick    # smoke test: 3 seeds, budget 30, two scenarios
 
-The full run took 519 s on this 2-core machine (``nice -n 19``, shared with two other jobs) with
-the optima cached; computing the optima the first time adds about 80 s (the exhaustive Nurika
-enumeration is 58 s of it). Runs are deterministic: the same command gives the same table
-(timings apart).
+The full run took 210 s on this 2-core machine (``nice -n 19``, otherwise idle), optima
+included (the exhaustive Nurika enumeration is 23 s of it), and 519 s when the machine was
+shared with two other jobs; ``--seeds 100 --contenders bayes,optuna-tpe,random`` took 349 s.
+Runs are deterministic: the same command gives the same table (timings apart).
 
 Every figure comes from the simulated testbed (``nictune.measure.sim``): a model, not hardware.
 Measurements carry 3% coefficient-of-variation noise (``--noise``); the figures of merit use
@@ -40,12 +40,20 @@ Contenders (each over ``--seeds`` seeds, ``--budget`` measurements):
 Figures: evaluations until the recommendation first reaches 95% / 99% of the optimum
 (median and interquartile range over seeds; ``>B`` when not reached within the budget), the
 noise-free quality of the recommendation at budgets 20, 50, 100, the share of seeds whose
-recommendation at 50 is within 2% of the optimum (``<=2%@50``) next to the share that had
-*measured* such a configuration by then (``found``: below it, the search is the limit; above
-the ``<=2%@50`` figure, the recommendation), the engine time per suggestion at 100 and 500
-trials, and for constrained scenarios how often the optimum itself passes its constraints on
-one measurement and on the mean of three (a constraint tighter than the noise cannot be
-decided by any contender).
+recommendation at 50 is within 2% of the optimum (``<=2%@50``, with its 95% Wilson interval:
+20 seeds pin a share down only to about +-15 points, so ``--seeds 100 --contenders bayes``
+is the run to quote for that figure) next to the share that had *measured* such a
+configuration by then (``found``: below it, the search is the limit; above the ``<=2%@50``
+figure, the recommendation), the engine time per suggestion at 100 and 500 trials, and for
+constrained scenarios how often the optimum itself passes its constraints on one measurement
+and on the mean of three (a constraint tighter than the noise cannot be decided by any
+contender).
+
+Nurika's constraint is "throughput >= 95% of the default's": the optimum (every NIC in active
+wait, no wake-ups) delivers exactly what the default delivers, the offered rate, and noise
+cannot push a measurement above the offered rate, so a tolerance of 1% under 3% noise is a
+coin toss on the mean of three measurements (it was 99% until 2026-11-23; the optimum passed
+it on the mean of three in 49% of draws). 95% is a tolerance the noise can decide.
 
 Quality: for a maximised objective, value / optimum; for a minimised one whose optimum is
 above zero, optimum / value; when the optimum is 0 (no interrupts at all), the share of the
@@ -118,8 +126,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("mishra-tcp", "linux-tcp", "sim:mishra-10g", "tcp", "throughput",
              note="Mishra 10 GbE, one TCP stream, maximise throughput"),
     Scenario("nurika", "nurika-pfring", "sim:nurika-pfring", "udp", "interrupts",
-             keep_default_throughput=0.99,
-             note="three PF_RING NICs, minimise wake-ups per GB, throughput >= 99% of the default's"),
+             keep_default_throughput=0.95,
+             note="three PF_RING NICs, minimise wake-ups per GB, throughput >= 95% of the default's"),
     Scenario("linux-nic", "linux-nic", "sim:benson-40g", "tcp", "throughput",
              note="generic linux-nic space on the Benson pair, one TCP stream, maximise throughput"),
 )}
@@ -544,6 +552,17 @@ def median_iqr(xs: Sequence[float]) -> tuple[float, float, float]:
     return at(0.5), at(0.25), at(0.75)
 
 
+def wilson(hits: int, n: int) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a share ``hits / n`` (SciPy's; 20 seeds pin a share
+    down to about +-15 points: the interval says how far)."""
+    if n == 0:
+        return (0.0, 1.0)
+    from scipy.stats import binomtest
+
+    ci = binomtest(hits, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return (float(ci.low), float(ci.high))
+
+
 def fmt_reach(values: Sequence[int | None], budget: int) -> str:
     xs = [float(v) if v is not None else math.inf for v in values]
     med, lo, hi = median_iqr(xs)
@@ -585,7 +604,9 @@ def summarise(runs: list[Run], optima: dict[str, dict[str, Any]], budget: int,
                 med, lo, hi = median_iqr(vals)
                 row[f"q{mark}"] = med
                 row[f"q{mark}_iqr"] = (lo, hi)
-                row[f"within2_at{mark}"] = sum(1 for v in vals if v >= 0.98) / len(vals)
+                within = sum(1 for v in vals if v >= 0.98)
+                row[f"within2_at{mark}"] = within / len(vals)
+                row[f"within2_at{mark}_ci95"] = wilson(within, len(vals))
         ofat_budget = [r.finished_at for r in group]
         row["finished_at_median"] = (statistics.median([x for x in ofat_budget if x is not None])
                                      if any(x is not None for x in ofat_budget) else None)
@@ -639,7 +660,7 @@ def print_table(rows: list[dict[str, Any]], optima: dict[str, dict[str, Any]], b
     marks = [m for m in BUDGET_MARKS if m <= budget]
     head = (f"{'contender':<13} {'to 95% med [IQR]':>17} {'to 99% med [IQR]':>17} "
             + " ".join(f"{'q@' + str(m):>7}" for m in marks)
-            + f" {'<=2%@50':>8} {'found':>6} {'evals/cfg':>9} {'ms@100':>7} {'ms@500':>7}")
+            + f" {'<=2%@50 [95% CI]':>17} {'found':>6} {'evals/cfg':>9} {'ms@100':>7} {'ms@500':>7}")
     for scenario in [s for s in SCENARIOS if any(r["scenario"] == s for r in rows)]:
         opt = optima[scenario]
         sc = SCENARIOS[scenario]
@@ -653,9 +674,11 @@ def print_table(rows: list[dict[str, Any]], optima: dict[str, dict[str, Any]], b
                         key=lambda r: list(CONTENDERS).index(r["contender"])):
             qs = " ".join(f"{r.get('q' + str(m), math.nan):7.3f}" for m in marks)
             w, fd = r.get("within2_at50"), r.get("found2_at50")
+            ci = r.get("within2_at50_ci95")
+            within = f"{w:.0%} [{ci[0]:.0%}-{ci[1]:.0%}]" if w is not None and ci else "-"
             lines.append(
                 f"{r['contender']:<13} {r['reach95']:>17} {r['reach99']:>17} {qs} "
-                f"{(f'{w:.0%}' if w is not None else '-'):>8} {(f'{fd:.0%}' if fd is not None else '-'):>6} "
+                f"{within:>17} {(f'{fd:.0%}' if fd is not None else '-'):>6} "
                 f"{r['evaluations_per_configuration']:9.2f} "
                 f"{r['ms100']:7.2f} {r['ms500']:7.2f}")
     text = "\n".join(lines)

@@ -5,17 +5,19 @@ scikit-learn over the encoded space: booleans and two-way choices as 0/1, unorde
 one-hot, everything ordered (sizes, powers of two, numbers) through ``Knob.encode``; an
 inactive conditional knob sits at its default's position. Kernel: a constant times an ARD
 Matern 5/2 plus white noise (the noise of the measurements), fitted by marginal
-likelihood. Targets are rank-transformed to normal scores (a Gaussian copula), so a few
-huge values (interrupts per GB spanning decades) do not flatten the rest.
+likelihood with the length scales bounded below (``LENGTH_SCALE_MIN``: shorter ones fit a
+few dozen points perfectly and predict nothing). Targets are rank-transformed to normal
+scores (a Gaussian copula), so a few huge values (interrupts per GB spanning decades) do not
+flatten the rest.
 
 Constraints: a second GP models ``log(1 + violation)`` (feasible trials sit just below 0);
 the acquisition is expected improvement over the best *predicted* feasible value (robust to
 one lucky sample) times the probability of feasibility. Before anything feasible is seen,
 the probability of feasibility alone is maximised.
 
-Model rounds cycle through three kinds (see "Two plans" below), because on these landscapes (plateaus, and
-single knobs that matter only once the rest is right) pure expected improvement keeps
-proposing changes around a plateau:
+Model rounds are of three kinds, cycled as the plan says (see "Two plans" below): around
+a tuned start, single knobs matter only once the rest is right, and pure expected
+improvement keeps proposing changes around a plateau:
 
 * ``global``: the acquisition maximised over a standing pool of uniform samples;
 * ``local``: over every one-knob change of the best few configurations, multi-knob
@@ -30,8 +32,8 @@ configurations (the job loop gives the default and, where the space has one, its
 ``baseline`` profile: someone's tuned configuration) the engine searches around the best
 one: a first round of three besides the start ones and rounds cycling ``local``,
 ``coordinate``. With the default alone it explores: a first round of half the number of
-knobs (at least 6) and the cycle ``global``, ``local``, ``coordinate``. Chosen on
-``bench/engines.py`` (see ``EXPERT_ROUND_CYCLE``).
+knobs (at least 6), then ``global`` rounds only. Chosen on ``bench/engines.py`` (see
+``ROUND_CYCLE`` and ``EXPERT_ROUND_CYCLE``).
 
 Small spaces are enumerated and scored whole.
 
@@ -64,6 +66,13 @@ from nictune.optimizer._base import Engine, Param, register_engine
 from nictune.optimizer.objectives import Score
 from nictune.search_spaces import BoolKnob, ChoiceKnob, Configuration, Knob, SearchSpace, Value
 
+#: Lower bound (and start) of the GP's length scales, in the encoded [0, 1] space. Fitted by
+#: marginal likelihood on a few dozen points in twenty dimensions, unbounded length scales
+#: collapse to 0.02 with no noise: a lookup table that predicts nothing about an untried
+#: configuration. Measured on bench/engines.py, Benson UDP, 100 seeds, recommendation at 50
+#: within 2% of the optimum: 64% with a bound of 0.02, 70% with 0.1 (and a noise floor of
+#: 1e-3), 88% with 0.2, 87% with 0.3, 91% with 0.5, 87% with 1.0.
+LENGTH_SCALE_MIN = 0.5
 #: Spaces with at most this many configurations (before constraints) are enumerated.
 ENUMERATE_LIMIT = 4096
 #: Feasible trials sit this far below 0 in the constraint model's target.
@@ -71,16 +80,19 @@ FEASIBLE_MARGIN = 0.5
 #: Hill-climbing rounds on the acquisition, and how many candidates climb.
 CLIMB_ROUNDS = 2
 CLIMBERS = 3
-#: Model rounds cycle through these kinds (see the module docstring). Measured on
-#: bench/engines.py against (coordinate, local, global) and (global, coordinate, local,
-#: coordinate): within seed noise on Benson UDP, better on linux-nic.
-ROUND_CYCLE = ("global", "local", "coordinate")
+#: With the default alone, every model round is global: expected improvement over a pool of
+#: uniform samples. Measured on bench/engines.py (100 seeds, recommendation at 50
+#: measurements within 2% of the optimum) with the length scales bounded below by
+#: LENGTH_SCALE_MIN: linux-nic 59% against 34% with (global, local, coordinate), 43% with
+#: (global, local) and 41% with (global, global, coordinate); Mishra TCP 98% and Nurika 100%
+#: either way. Local and coordinate rounds spend measurements around a plateau there.
+ROUND_CYCLE: tuple[str, ...] = ("global",)
 #: With an expert's configuration among the start ones (a second start configuration, e.g.
 #: the space's baseline profile), searching around it pays: a small first round and no
 #: global rounds. Measured on bench/engines.py, Benson UDP, configuration recommended at 50
-#: measurements within 2% of the optimum: 18/20 and 16/20 seeds (two sets of 20) against
-#: 11/20 and 11/20 with the default plan; on spaces with the default alone (linux-nic)
-#: the same plan reached 1/20, hence two plans.
+#: measurements within 2% of the optimum, 100 seeds: 91% against 10% with global rounds
+#: only and 83% with (local, coordinate, global); on linux-nic (the default alone) it
+#: reached 29%, hence two plans.
 EXPERT_ROUND_CYCLE = ("local", "coordinate")
 EXPERT_N_INIT = 3
 ROUND_KINDS = ("global", "local", "coordinate")
@@ -203,7 +215,8 @@ class _GP:
         from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
         return (ConstantKernel(1.0, (0.05, 20.0))
-                * Matern(length_scale=np.full(self.width, 0.5), length_scale_bounds=(0.02, 50.0), nu=2.5)
+                * Matern(length_scale=np.full(self.width, LENGTH_SCALE_MIN),
+                         length_scale_bounds=(LENGTH_SCALE_MIN, 50.0), nu=2.5)
                 + WhiteKernel(0.05, (1e-6, 1.0)))
 
     def fit(self, x: np.ndarray, y: np.ndarray, *, refit: bool) -> None:
@@ -263,7 +276,7 @@ class BayesEngine(Engine):
         "rounds": Param(str, None,
                         help="the cycle of model rounds, comma-separated kinds of global, local, coordinate "
                              "(default: local,coordinate with two or more start configurations, "
-                             "else global,local,coordinate)"),
+                             "else global)"),
     }
 
     def _check_params(self, params: dict[str, Any]) -> None:

@@ -6,28 +6,45 @@ import csv
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "engines.py"
 
 
-def test_quick_benchmark_prints_a_table_and_writes_csv_and_plot(tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def _bench() -> Any:
     spec = importlib.util.spec_from_file_location("bench_engines", BENCH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["bench_engines"] = module
     spec.loader.exec_module(module)
+    return module
+
+
+def test_share_interval_is_the_wilson_score_interval() -> None:
+    wilson = _bench().wilson
+    lo, hi = wilson(16, 20)  # 80 % of 20 seeds: textbook Wilson interval 58.4 % - 91.9 %
+    assert lo == pytest.approx(0.584, abs=0.001) and hi == pytest.approx(0.919, abs=0.001)
+    assert wilson(0, 20) == (0.0, pytest.approx(0.161, abs=0.001))
+    assert wilson(20, 20) == (pytest.approx(0.839, abs=0.001), 1.0)
+    narrow, wide = wilson(80, 100), wilson(16, 20)
+    assert narrow[1] - narrow[0] < wide[1] - wide[0]  # more seeds, a tighter figure
+
+
+def test_quick_benchmark_prints_a_table_and_writes_csv_and_plot(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    module = _bench()
     code = module.main(["--quick", "--seeds", "1", "--budget", "20", "--scenarios", "benson-tcp",
                         "--contenders", "bayes,random,optuna-tpe", "--optimum-evals", "300",
                         "--workers", "1", "--out", str(tmp_path)])
     assert code == 0
     out = capsys.readouterr().out
-    assert "== benson-tcp" in out and "optuna-tpe" in out and "to 99%" in out
+    assert "== benson-tcp" in out and "optuna-tpe" in out and "to 99%" in out and "95% CI" in out
     rows = list(csv.DictReader((tmp_path / "engines.csv").open()))
     assert {r["contender"] for r in rows} == {"bayes", "random", "optuna-tpe"}
     assert (tmp_path / "convergence-benson-tcp.png").stat().st_size > 1000
     # bayes starts with the baseline profile, which is at the model's optimum for Benson TCP.
     bayes = next(r for r in rows if r["contender"] == "bayes")
     assert float(bayes["q20"]) == pytest.approx(1.0, abs=1e-6)
+    assert bayes["within2_at20_ci95"].startswith("(")  # the share's interval is in the CSV too
