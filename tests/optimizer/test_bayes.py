@@ -175,3 +175,39 @@ def test_unknown_round_kinds_are_rejected() -> None:
     with pytest.raises(InvalidInputError) as info:
         make_engine("bayes", load_space("benson-40g"), seed=0, params={"rounds": "global,sideways"})
     assert info.value.field == "engine_params"
+
+
+def test_sparsity_penalty_gradient_matches_finite_differences() -> None:
+    import numpy as np
+
+    from nictune.optimizer.bayes import _GP
+
+    theta = np.array([0.3, -0.7, 0.0, 1.2, 2.5, -2.0])
+    where = slice(1, 5)
+    value, grad = _GP.sparsity_penalty(theta, where, tau=1.0)
+    assert grad[0] == 0.0 and grad[5] == 0.0
+    for i in range(1, 5):
+        step = np.zeros_like(theta)
+        step[i] = 1e-6
+        numeric = (_GP.sparsity_penalty(theta + step, where, 1.0)[0]
+                   - _GP.sparsity_penalty(theta - step, where, 1.0)[0]) / 2e-6
+        assert grad[i] == pytest.approx(numeric, rel=1e-5, abs=1e-8)
+    # Longer length scales cost less: the prior favours "this knob does not matter".
+    assert _GP.sparsity_penalty(theta + 1.0, where, 1.0)[0] < value
+
+
+def test_the_gp_tells_the_knobs_that_matter_from_the_ones_that_do_not() -> None:
+    import numpy as np
+
+    from nictune.optimizer.bayes import _GP
+
+    gp = _GP(30)
+    kernel = gp._initial_kernel()
+    assert gp._length_scale_slice(kernel) == slice(1, 31)  # after the constant, before the noise
+    rng = np.random.default_rng(3)
+    x = rng.random((20, 30))
+    y = np.sin(3.0 * x[:, 4]) + x[:, 7] + 0.02 * rng.standard_normal(20)  # columns 4 and 7 matter
+    gp.fit(x, y, refit=True)
+    scales = gp.kernel.k1.k2.length_scale
+    assert set(np.argsort(scales)[:2]) == {4, 7}
+    assert np.median(np.delete(scales, [4, 7])) > 40.0  # the rest: "does not matter"

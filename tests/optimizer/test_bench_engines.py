@@ -32,6 +32,20 @@ def test_share_interval_is_the_wilson_score_interval() -> None:
     assert narrow[1] - narrow[0] < wide[1] - wide[0]  # more seeds, a tighter figure
 
 
+def test_ofat_comparison_is_taken_at_ofats_own_budget_in_each_seed() -> None:
+    rows = [
+        # ofat ends after 3 evaluations in seed 0 and after 4 in seed 1 (then its curve is flat).
+        {"scenario": "s", "contender": "ofat", "_seeds": [0, 1],
+         "_curves": [[0.5, 0.6, 0.7, 0.7, 0.7], [0.5, 0.9, 0.9, 0.95, 0.95]], "_finished": [3, 4]},
+        {"scenario": "s", "contender": "bayes", "_seeds": [1, 0],
+         "_curves": [[0.5, 0.6, 0.9, 0.92, 1.0], [0.4, 0.8, 0.8, 0.8, 0.8]], "_finished": [None, None]},
+    ]
+    note = _bench().ofat_comparison(rows, "bayes")["s"]
+    # seed 0 at 3: 0.8 against 0.7 (better); seed 1 at 4: 0.92 against 0.95 (worse by 3 points)
+    assert "budget 3-4" in note
+    assert "better in 1/2 seeds, equal in 0, worse in 1 (by at most 3.00% of the optimum)" in note
+
+
 def test_quick_benchmark_prints_a_table_and_writes_csv_and_plot(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     module = _bench()
