@@ -81,9 +81,9 @@ LENGTH_SCALE_MIN = 0.5
 #: ~35 measurements in 25 knobs (linux-nic) plain marginal likelihood leaves most length scales
 #: near the bound, and the model cannot tell the few knobs that matter from the rest. Measured
 #: on bench/engines.py (3% noise, recommendation at 50 measurements within 2% of the optimum,
-#: 100 seeds): linux-nic 69% against 59% without the prior (64% with tau 3, 67% with tau 1 and
-#: start 20); Benson UDP 93% against 91%. On 40 seeds: linux-nic 78% with tau 0.1 and 70%
-#: with 0.01.
+#: 100 seeds): linux-nic 69% against 59% without the prior (starting at the bound) and 54%
+#: without it but starting at 5 (64% with tau 3, 67% with tau 1 and start 20); Benson UDP 93%
+#: against 91% and 84%. On 40 seeds: linux-nic 78% with tau 0.1 and 70% with 0.01.
 SPARSITY_TAU = 1.0
 LENGTH_SCALE_START = 5.0
 #: Spaces with at most this many configurations (before constraints) are enumerated.

@@ -207,7 +207,30 @@ def test_the_gp_tells_the_knobs_that_matter_from_the_ones_that_do_not() -> None:
     rng = np.random.default_rng(3)
     x = rng.random((20, 30))
     y = np.sin(3.0 * x[:, 4]) + x[:, 7] + 0.02 * rng.standard_normal(20)  # columns 4 and 7 matter
-    gp.fit(x, y, refit=True)
+    gp.fit(x, y, refit=True)  # (this toy is easy: it holds without the sparsity prior too)
     scales = gp.kernel.k1.k2.length_scale
     assert set(np.argsort(scales)[:2]) == {4, 7}
     assert np.median(np.delete(scales, [4, 7])) > 40.0  # the rest: "does not matter"
+
+
+def test_the_fit_maximises_likelihood_times_the_sparsity_prior() -> None:
+    import numpy as np
+
+    from nictune.optimizer.bayes import _GP
+
+    gp = _GP(4)
+    kernel = gp._initial_kernel()
+    where = gp._length_scale_slice(kernel)
+    bounds = kernel.bounds
+    theta0 = kernel.theta.copy()
+
+    def flat(theta: np.ndarray, eval_gradient: bool = True) -> tuple[float, np.ndarray]:
+        return 0.0, np.zeros_like(theta)  # data that say nothing about any knob
+
+    theta, value = gp._map_optimizer(kernel)(flat, theta0, bounds)
+    # With no evidence, the prior alone decides: every length scale grows (the knob counts as
+    # irrelevant; from 5 to about 25 before the prior's gradient fades), the rest is untouched.
+    assert np.all(theta[where] > theta0[where] + 1.0)
+    assert np.allclose(np.delete(theta, np.arange(where.start, where.stop)),
+                       np.delete(theta0, np.arange(where.start, where.stop)))
+    assert value == pytest.approx(gp.sparsity_penalty(theta, where)[0])
