@@ -62,3 +62,14 @@ def test_quick_benchmark_prints_a_table_and_writes_csv_and_plot(tmp_path: Path,
     bayes = next(r for r in rows if r["contender"] == "bayes")
     assert float(bayes["q20"]) == pytest.approx(1.0, abs=1e-6)
     assert bayes["within2_at20_ci95"].startswith("(")  # the share's interval is in the CSV too
+
+
+def test_final_race_measures_each_configuration_once_and_races_the_best_three_at_the_end() -> None:
+    module = _bench()
+    problem = module._problem("linux-nic", 0.03)
+    raced = module.run_nictune(problem, "bayes", 0, 20, racing=True, final_race=3)
+    # The search measures 17 configurations once each; the last 3 measurements are the race.
+    assert raced.evaluations == 17 and raced.configurations == 17
+    assert len(raced.rec) == 20 and raced.recommended[20]
+    shipped = module.run_nictune(problem, "bayes", 0, 20, racing=True)
+    assert shipped.evaluations == 18 and shipped.configurations < 18  # racing repeated some
