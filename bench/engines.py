@@ -248,6 +248,10 @@ def run_nictune(problem: Problem, engine_name: str, seed: int, budget: int, *, r
     plain: list[str | None] = []  # recommendation after m measurements, not finalised
     final: list[str | None] = []  # the same prefix, finalised (the incumbent re-measured)
 
+    def final_sample(key: str, k: int) -> dict[str, float]:
+        """The ``k``-th measurement of the final phase of the job that ends here."""
+        return problem.sample(configs[key], seed, 10_000_000 + 10 * run.evaluations + k)
+
     def finalised() -> str | None:
         t = {k: list(v) for k, v in trials.items()}
         if final_race:
@@ -256,7 +260,7 @@ def run_nictune(problem: Problem, engine_name: str, seed: int, budget: int, *, r
         if inc is None:
             return None
         for k in range(policy.final_repeats(t, inc)):
-            t[inc].append(problem.sample(configs[inc], seed, 10_000_000 + 10 * run.evaluations + k))
+            t[inc].append(final_sample(inc, k))
         return policy.recommend(t)
 
     def raced_at_end(t: dict[str, list[dict[str, float]]]) -> str | None:
@@ -269,7 +273,7 @@ def run_nictune(problem: Problem, engine_name: str, seed: int, budget: int, *, r
             top.append(key)
             del rest[key]
         for k, key in enumerate(top):
-            t[key].append(problem.sample(configs[key], seed, 10_000_000 + 10 * run.evaluations + k))
+            t[key].append(final_sample(key, k))
         return policy.recommend({key: t[key] for key in top})
 
     def measure(config: Configuration) -> None:

@@ -64,7 +64,7 @@ def test_quick_benchmark_prints_a_table_and_writes_csv_and_plot(tmp_path: Path,
     assert bayes["within2_at20_ci95"].startswith("(")  # the share's interval is in the CSV too
 
 
-def test_final_race_measures_each_configuration_once_and_races_the_best_three_at_the_end() -> None:
+def test_final_race_measures_each_configuration_once_and_keeps_three_measurements_for_the_end() -> None:
     module = _bench()
     problem = module._problem("linux-nic", 0.03)
     raced = module.run_nictune(problem, "bayes", 0, 20, racing=True, final_race=3)
