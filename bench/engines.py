@@ -4,12 +4,10 @@ Usage:
     .venv/bin/python bench/engines.py            # full run: 20 seeds, budget 100, 8 contenders, 5 scenarios
     .venv/bin/python bench/engines.py --quick    # smoke test: 3 seeds, budget 30, two scenarios
 
-The full run took 210 s on this 2-core machine (``nice -n 19``, otherwise idle), optima
-included (the exhaustive Nurika enumeration is 23 s of it), and 519 s when the machine was
-shared with two other jobs; ``--seeds 100 --contenders bayes,optuna-tpe,random`` took 349 s.
-On a day the machine ran about three times slower (the same optima took 6.8 s instead of
-1.9 s, Nurika's enumeration 61 s) the full run took 698 s and the 100-seed run 1107 s.
-Runs are deterministic: the same command gives the same table (timings apart).
+The full run took 210-698 s on this 2-core machine (``nice -n 19``, otherwise idle: the
+machine's speed varies from day to day; 527 s on 2026-11-23 with the final race, Nurika's
+exhaustive enumeration 46 s of it). Runs are deterministic: the same command gives the same
+table (timings apart).
 
 Every figure comes from the simulated testbed (``nictune.measure.sim``): a model, not hardware.
 Measurements carry 3% coefficient-of-variation noise (``--noise``); the figures of merit use
@@ -18,25 +16,25 @@ the model's noise-free value of the configuration each contender *recommends*.
 Contenders (each over ``--seeds`` seeds, ``--budget`` measurements):
 
 * nictune engines (``bayes``, ``ga``, ``nsga2``) driven exactly as the job loop drives them
-  (``nictune/jobs/evaluate.py``): ask/tell with the start configurations ``[default, baseline
-  profile]``; each new configuration measured once, then :meth:`RacingPolicy.decide` against
-  the recommendation of the other configurations: ``again`` measures it once more,
-  ``incumbent`` measures the incumbent and then the challenger once more, ``stop``/``done``
-  tell the engine the score of the mean. ``RacingPolicy(goal)`` with its defaults
-  (``max_repeats`` 3).
-* The budget counts *measurements* (first ones, repeats, incumbent re-measures and final
-  repeats), for fairness with Optuna, which measures each suggestion once. The final repeats
-  are reserved inside the budget: a job with a budget of ``B`` measurements runs the loop for
-  ``B - (max_repeats - 1)`` measurements (stopping mid-race if need be), then measures the
-  incumbent ``policy.final_repeats`` times (at most ``max_repeats - 1``) and recommends
-  ``policy.recommend`` (best lower confidence bound among the surely feasible, then the
-  feasible-on-the-mean configurations). Engines do not know the budget, so each budget's job
-  is a prefix of one long run, finalised; the curves show that answer at every budget.
-* ``bayes-final-race`` (opt-in, not in the default contenders; a procedure under study, not
-  what the job loop does): bayes with racing deferred to the end. Every configuration is
-  measured once during the search; the job with budget ``B`` runs the loop for ``B - 3``
-  measurements, then measures the 3 best configurations (``policy.recommend`` order) once
-  more each and recommends ``policy.recommend`` among those 3.
+  (``nictune/jobs/runner.py``): ask/tell with the start configurations ``[default, baseline
+  profile]``; each new configuration measured once and the engine told its score; at the
+  end the final race (``RacingPolicy.finalists``: the 3 best measured once more) and the
+  final repeats of the recommended configuration (to ``max_repeats``, 3).
+  ``RacingPolicy(goal)`` with its defaults.
+* The budget counts *measurements* (first ones, final race and final repeats), for fairness
+  with Optuna, which measures each suggestion once. The final phase is reserved inside the
+  budget: a job with a budget of ``B`` measurements runs the loop for ``B - 4``
+  measurements, then measures the finalists and the recommended configuration (at most 4
+  measurements) and recommends ``policy.recommend`` (best lower confidence bound among the
+  surely feasible, then the feasible-on-the-mean configurations). Engines do not know the
+  budget, so each budget's job is a prefix of one long run, finalised; the curves show that
+  answer at every budget.
+* ``bayes-race-each`` (opt-in, not in the default contenders; the job loop's procedure
+  before racing was deferred to the end): bayes with racing after every configuration:
+  :meth:`RacingPolicy.decide` against the recommendation of the other configurations says
+  ``again`` (measure it once more), ``incumbent`` (measure the incumbent, then the
+  challenger once more) or ``stop``/``done`` (tell the engine the score of the mean); the
+  loop runs for ``B - 2`` measurements and the incumbent is measured to 3 at the end.
 * ``random`` and ``ofat`` (nictune's baselines, the hand-tuning procedure): start configurations,
   every configuration measured once, recommendation = best single measurement.
 * ``optuna-tpe`` / ``optuna-nsga2``: Optuna's ``TPESampler()`` / ``NSGAIISampler()`` with default
@@ -218,27 +216,29 @@ def _pair(score: Score) -> tuple[bool, float]:
 
 def run_nictune(problem: Problem, engine_name: str, seed: int, budget: int, *, racing: bool,
                 start: bool = True, params: dict[str, Any] | None = None,
-                policy_params: dict[str, Any] | None = None, final_race: int = 0) -> Run:
-    """The job loop's procedure (ask, measure, race, tell, final repeats), without a database.
+                policy_params: dict[str, Any] | None = None, race_each: bool = False) -> Run:
+    """The job loop's procedure (ask, measure, tell, final race), without a database.
 
-    ``budget`` counts measurements (every repeat, incumbent re-measure and final repeat).
-    With racing, a job whose budget is ``B`` measurements keeps ``max_repeats - 1`` of them
-    for the final repeats of the incumbent: it runs the loop for ``B - (max_repeats - 1)``
-    measurements (stopping mid-race if need be), then measures the incumbent
-    ``policy.final_repeats`` times and recommends ``policy.recommend``. The engine does not
-    know the budget, so the job with budget ``B`` is a prefix of the longest run: the curve
-    entry ``B`` is that prefix, finalised.
+    ``budget`` counts measurements (every repeat, final race and final repeat). With racing,
+    every configuration is measured once during the search, and the measurements of the
+    final phase are reserved inside the budget: a job whose budget is ``B`` measurements runs
+    the loop for ``B - final_race - (max_repeats - 2)`` measurements, then measures each of
+    ``policy.finalists`` once more and the recommended configuration ``policy.final_repeats``
+    times (``JobRunner._final_race``), and recommends ``policy.recommend``. The engine does
+    not know the budget, so the job with budget ``B`` is a prefix of the longest run: the
+    curve entry ``B`` is that prefix, finalised.
 
-    ``final_race=K`` (bench only, not the job loop's procedure): racing deferred to the end.
-    Every configuration is measured once during the search; the job with budget ``B`` runs the
-    loop for ``B - K`` measurements, then measures each of the ``K`` best configurations
-    (``policy.recommend`` order) once more and recommends ``policy.recommend`` among them.
+    ``race_each`` (the procedure before racing was deferred; bench only): after each
+    configuration's first measurement, :meth:`RacingPolicy.decide` against the
+    recommendation of the others says whether to measure it again (or the incumbent first);
+    ``max_repeats - 1`` measurements are reserved for the final repeats of the incumbent.
     """
     started = time.perf_counter()
     engine = make_engine(engine_name, problem.space, seed=seed, params=params,
                          start=problem.start() if start else [])
     policy = RacingPolicy(problem.goal, **(policy_params or {}))
-    reserve = final_race if final_race else policy.max_repeats - 1 if racing else 0
+    repeats_left = max(0, policy.max_repeats - 1)
+    reserve = 0 if not racing else repeats_left if race_each else policy.final_race + max(0, repeats_left - 1)
     limit = max(1, budget - reserve)
     run = Run(problem.sc.name, engine_name, seed)
     trials: dict[str, list[dict[str, float]]] = {}
@@ -246,35 +246,30 @@ def run_nictune(problem: Problem, engine_name: str, seed: int, budget: int, *, r
     best_found: Score | None = None
     best_single: tuple[Score, str] | None = None
     plain: list[str | None] = []  # recommendation after m measurements, not finalised
-    final: list[str | None] = []  # the same prefix, finalised (the incumbent re-measured)
-
-    def final_sample(key: str, k: int) -> dict[str, float]:
-        """The ``k``-th measurement of the final phase of the job that ends here."""
-        return problem.sample(configs[key], seed, 10_000_000 + 10 * run.evaluations + k)
+    final: list[str | None] = []  # the same prefix, finalised (the final phase measured)
 
     def finalised() -> str | None:
+        """The recommendation of the job that ends here, after its final phase."""
         t = {k: list(v) for k, v in trials.items()}
-        if final_race:
-            return raced_at_end(t)
-        inc = policy.recommend(t)
-        if inc is None:
-            return None
-        for k in range(policy.final_repeats(t, inc)):
-            t[inc].append(final_sample(inc, k))
-        return policy.recommend(t)
+        k = 0
 
-    def raced_at_end(t: dict[str, list[dict[str, float]]]) -> str | None:
-        rest = dict(t)
-        top: list[str] = []
-        while rest and len(top) < final_race:
-            key = policy.recommend(rest)
-            if key is None:
+        def again(key: str) -> None:
+            nonlocal k
+            if k < reserve:  # never past the budget (the job loop has no such cap)
+                t[key].append(problem.sample(configs[key], seed, 10_000_000 + 10 * run.evaluations + k))
+                k += 1
+
+        if not race_each:
+            for key in policy.finalists(t):
+                again(key)
+        for _ in range(3):  # JobRunner._final_race: the recommendation may change on the way
+            inc = policy.recommend(t)
+            missing = policy.final_repeats(t, inc)
+            if inc is None or missing <= 0 or k >= reserve:
                 break
-            top.append(key)
-            del rest[key]
-        for k, key in enumerate(top):
-            t[key].append(final_sample(key, k))
-        return policy.recommend({key: t[key] for key in top})
+            for _ in range(missing):
+                again(inc)
+        return policy.recommend(t)
 
     def measure(config: Configuration) -> None:
         nonlocal best_found, best_single
@@ -305,9 +300,9 @@ def run_nictune(problem: Problem, engine_name: str, seed: int, budget: int, *, r
             if run.evaluations >= limit:
                 break
             measure(config)
-            # nictune/jobs/evaluate.py: decide against the recommendation of the others;
-            # "incumbent" re-measures it and then measures the challenger again.
-            while racing and not final_race and run.evaluations < limit:
+            # bayes-race-each (the job loop before the final race): decide against the
+            # recommendation of the others; "incumbent" re-measures it, then the challenger.
+            while racing and race_each and run.evaluations < limit:
                 others = {k: v for k, v in trials.items() if k != config.hash}
                 incumbent = policy.recommend(others)
                 decision = policy.decide(trials, config.hash, incumbent)
@@ -404,8 +399,8 @@ def run_optuna(problem: Problem, sampler_name: str, seed: int, budget: int) -> R
 CONTENDERS: dict[str, tuple[str, str, bool]] = {
     "bayes": ("nictune", "bayes", True),
     "bayes-tpe": ("nictune-tpe", "bayes", True),
-    # Not a job-loop procedure (yet): racing deferred to the end, see run_nictune.
-    "bayes-final-race": ("nictune-final-race", "bayes", True),
+    # The procedure before racing was deferred to the end of the job, see run_nictune.
+    "bayes-race-each": ("nictune-race-each", "bayes", True),
     "ga": ("nictune", "ga", True),
     "nsga2": ("nictune", "nsga2", True),
     "random": ("nictune", "random", False),
@@ -414,9 +409,6 @@ CONTENDERS: dict[str, tuple[str, str, bool]] = {
     "optuna-nsga2": ("optuna", "optuna-nsga2", False),
 }
 DEFAULT_CONTENDERS = ("bayes", "bayes-tpe", "ga", "nsga2", "random", "ofat", "optuna-tpe", "optuna-nsga2")
-
-#: Configurations re-measured at the end by ``bayes-final-race`` (one measurement each).
-FINAL_RACE = 3
 
 _PROBLEMS: dict[tuple[str, float], Problem] = {}
 
@@ -436,7 +428,7 @@ def run_task(task: tuple[str, str, int, int, float]) -> Run:
         return run_optuna(problem, engine, seed, budget)
     params = {"surrogate": "tpe"} if kind == "nictune-tpe" else None
     run = run_nictune(problem, engine, seed, budget, racing=racing, params=params,
-                      final_race=FINAL_RACE if kind == "nictune-final-race" else 0)
+                      race_each=kind == "nictune-race-each")
     run.contender = contender
     return run
 

@@ -59,10 +59,12 @@ def optimize(
     budget: int = typer.Option(60, "--budget", "-b", help="Configurations to evaluate (cache hits included)."),
     repeats: int = typer.Option(
         3, "--repeats", "-r",
-        help="Most benchmark runs per configuration. With racing a configuration is run once, and again "
-             "only while it could be the best; with --no-racing always this many."),
+        help="Most benchmark runs per configuration. With racing a configuration is run once, the 3 best "
+             "once more at the end and the recommended one this many times; with --no-racing always "
+             "this many."),
     racing: bool = typer.Option(True, "--racing/--no-racing",
-                                help="Adaptive repeats: spend runs only on configurations that could win."),
+                                help="Adaptive repeats: spend runs only on configurations that could win "
+                                     "(a final race of the best at the end of the job)."),
     warm_start: bool = typer.Option(True, "--warm-start/--no-warm-start",
                                     help="Start from earlier measurements on this testbed and workload."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the engine (random when not given)."),

@@ -4,10 +4,8 @@ A trial is one configuration of a job. :func:`evaluate` answers it from the fitn
 when the configuration was measured before on the same testbed and workload; otherwise it
 measures it through the job's executor:
 
-* with racing (the default), one benchmark run at a time: after each run the job's
-  :class:`~nictune.optimizer.racing.RacingPolicy` says whether the configuration could
-  still be the best (measure it again), is clearly worse (stop), or whether the incumbent
-  needs another run first; at most ``repeats`` runs per configuration;
+* with racing (the default), one benchmark run: the job's final race
+  (``JobRunner._final_race``) measures the best few again with :func:`remeasure`;
 * without racing, ``repeats`` runs in one measurement.
 
 The samples of every configuration of the job live in a :class:`Race`, shared by the
@@ -28,7 +26,7 @@ from sqlalchemy.engine import Engine as DbEngine
 from nictune import db
 from nictune.errors import MeasurementError
 from nictune.executors import Executor, MeasurementWithdrawn, MeasureRequest
-from nictune.measure._base import Sample, Workload
+from nictune.measure._base import Workload
 from nictune.optimizer import Goal, Score
 from nictune.optimizer.pareto import MultiScore
 from nictune.optimizer.racing import RacingPolicy
@@ -157,69 +155,39 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
                               None, {})
         trial_id = trial.id
     started = time.monotonic()
-    samples: list[Sample] = []
-    snapshot: dict[str, Any] | None = None
-    notes: list[Any] = []
-    decision = "fixed"
-    step = 0
-    error: str | None = None
-    while True:
-        runs = 1 if ctx.racing else ctx.repeats
-        try:
-            result = ctx.executor.measure(_request(ctx, trial_id, number, step, config, runs))
-        except MeasurementWithdrawn:
-            if samples:
-                break  # keep the runs it has
-            with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
-                db.reset_running_trials(s, ctx.job_id, [trial_id])
-            return None
-        except MeasurementError as exc:
-            error = str(exc)
-            break
-        step += 1
-        samples.extend(result.samples)
-        if snapshot is None:
-            snapshot = dict(result.snapshot)
-        notes.extend(n for n in result.notes if n not in notes)
-        if not ctx.racing:
-            break
-        with race.lock:
-            race.runs[config.hash] = step
-            others = race.snapshot(without=config.hash)
-            incumbent = ctx.policy.recommend(others)
-            trials = others | {config.hash: [dict(smp.metrics) for smp in samples]}
-            decision = ctx.policy.decide(trials, config.hash, incumbent)
-        if decision == "incumbent" and incumbent is not None:
-            remeasure(ctx, race, incumbent, 1)
-            decision = "again"
-        if decision != "again" or len(samples) >= ctx.repeats:
-            break
-    if not samples:
-        assert error is not None
+    # With racing a configuration is run once here; the job's final race repeats the best.
+    runs = 1 if ctx.racing else ctx.repeats
+    try:
+        result = ctx.executor.measure(_request(ctx, trial_id, number, 0, config, runs))
+    except MeasurementWithdrawn:
+        with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
+            db.reset_running_trials(s, ctx.job_id, [trial_id])
+        return None
+    except MeasurementError as exc:
         with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
             failed = s.get(db.Trial, trial_id)
             assert failed is not None
-            db.fail_trial(s, failed, error)
+            db.fail_trial(s, failed, str(exc))
             job = db.get_job(s, ctx.job_id)
             job.stats["failed"] = job.stats.get("failed", 0) + 1
         return TrialEvent(ctx.job_id, number, ctx.budget, config, "failed", {}, Score.failed(), None, {},
-                          error=error)
+                          error=str(exc))
+    samples = list(result.samples)
+    notes = list(dict.fromkeys(result.notes))
     summary = summary_of(ctx.goal, [smp.metrics for smp in samples])
     summary["told"] = summary["metrics"]
     summary["seconds"] = time.monotonic() - started
-    summary["decision"] = decision
-    if error is not None:  # a later run failed: keep what was measured, say so
-        notes.append(f"a repeat failed: {error}")
     with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
         done_trial = s.get(db.Trial, trial_id)
         assert done_trial is not None
-        db.complete_trial(s, done_trial, samples, "measured", summary, snapshot=snapshot, notes=notes)
+        db.complete_trial(s, done_trial, samples, "measured", summary, snapshot=dict(result.snapshot),
+                          notes=notes)
         job = db.get_job(s, ctx.job_id)
         job.stats["measured"] = job.stats.get("measured", 0) + 1
         job.stats["runs"] = job.stats.get("runs", 0) + len(samples)
     race.add(config, number, trial_id, [dict(smp.metrics) for smp in samples])
     with race.lock:
-        race.runs[config.hash] = step
+        race.runs[config.hash] = 1
     metrics = dict(summary["metrics"])
     return TrialEvent(ctx.job_id, number, ctx.budget, config, "measured", metrics, ctx.score(metrics), None,
                       {}, runs=len(samples))

@@ -316,15 +316,15 @@ class JobRunner:
                 number += len(events)
                 if len(events) < len(batch):  # stopped inside the batch
                     return self._finish(ctx, race, "interrupted", number)
-            if not self.stop.is_set():
-                self._final_repeats(ctx, race)
+            raced = self._final_race(ctx, race) if not self.stop.is_set() else not ctx.racing
         except KeyboardInterrupt:
             self._finish(ctx, race, "interrupted", number)
             raise
         except BaseException as exc:
             self._finish(ctx, race, "failed", number, error=str(exc))
             raise
-        state = "interrupted" if self.stop.is_set() and number < ctx.budget else "completed"
+        # Stopped before or in the final race: interrupted too, so that a resume runs it.
+        state = "interrupted" if self.stop.is_set() and (number < ctx.budget or not raced) else "completed"
         return self._finish(ctx, race, state, number)
 
     def _warm_start(self, ctx: JobContext, prep: Prepared, info: Mapping[str, Any]) -> list[Configuration]:
@@ -419,21 +419,40 @@ class JobRunner:
         return TrialEvent(ctx.job_id, number, ctx.budget, config, "replayed" if source == "measured" else "cache",
                           dict(summary["metrics"]), ctx.score(told), None, {})
 
-    def _final_repeats(self, ctx: JobContext, race: Race) -> None:
-        """Measure the incumbent again until it has ``repeats`` runs (it may change)."""
+    def _final_race(self, ctx: JobContext, race: Race) -> bool:
+        """Measure the best few configurations once more, then the recommended one until it
+        has ``repeats`` runs (it may change on the way). False when stopped on the way."""
         if not ctx.racing:
-            return
+            return True
+        # The finalists are stored with the job: a job stopped in its final race resumes
+        # the same race (the ranking moves as the finalists are measured).
+        with ctx.stats_lock, db.session_scope(self.dbe) as s:
+            job = db.get_job(s, ctx.job_id)
+            finalists = job.stats.get("final_race")
+            if finalists is None:
+                finalists = ctx.policy.finalists(race.snapshot())
+                job.stats["final_race"] = finalists
+        pending = [key for key in finalists if len(race.samples.get(key, ())) == 1]
+        if pending:
+            self._notice(f"final race: measuring the {len(pending)} best configurations once more")
+        for key in pending:
+            if self.stop.is_set():
+                return False
+            remeasure(ctx, race, key, 1)
         for _ in range(3):
             incumbent = race.recommended(ctx.policy)
             if incumbent is None:
-                return
+                return True
             with race.lock:
                 missing = ctx.policy.final_repeats(race.snapshot(), incumbent)
-            if missing <= 0 or self.stop.is_set():
-                return
+            if missing <= 0:
+                return True
+            if self.stop.is_set():
+                return False
+            self._notice(f"final race: measuring the recommended configuration {missing} more time(s)")
             if remeasure(ctx, race, incumbent, missing) == 0:
-                return
-            self._notice(f"re-measured the recommended configuration {missing} more time(s)")
+                return True  # the measurement failed: the job keeps what it has
+        return True
 
     def _finish(self, ctx: JobContext, race: Race, state: str, trials: int, *, error: str | None = None) -> JobOutcome:
         samples = race.snapshot()

@@ -36,16 +36,28 @@ def _runs(trial: db.Trial) -> int:
     return len(trial.measurements)
 
 
-def test_racing_spends_runs_where_they_matter_and_stores_the_noise(engine: Engine) -> None:
+def _first_throughput(trial: db.Trial) -> float:
+    return float(min(trial.measurements, key=lambda m: m.id).metrics["throughput_gbps"])
+
+
+def test_racing_measures_each_configuration_once_then_races_the_best_and_stores_the_noise(
+        engine: Engine) -> None:
     spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="udp", budget=30, seed=2,
                    noise=0.03, repeats=3)
-    outcome = JobRunner(engine).run(create_job(engine, spec))
+    notices: list[str] = []
+    outcome = JobRunner(engine, on_notice=notices.append).run(create_job(engine, spec))
     assert outcome.state == "completed" and outcome.trials == 30
     trials = _trials(engine, outcome.job_id)
-    runs = [_runs(t) for t in trials]
-    assert all(1 <= n <= 3 for n in runs)
-    assert runs.count(1) >= 10, "clearly worse configurations are run once"
-    assert sum(runs) < 3 * len(trials)
+    runs = {t.number: _runs(t) for t in trials}
+    assert all(1 <= n <= 3 for n in runs.values())
+    # The final race: the three best by their one measurement are measured again, the rest
+    # (clearly worse) are not, and the recommendation ends with --repeats runs.
+    first = {t.number: _first_throughput(t) for t in trials}
+    top3 = sorted(first, key=lambda n: first[n], reverse=True)[:3]
+    repeated = {n for n, r in runs.items() if r > 1}
+    assert set(top3) <= repeated and len(repeated) <= 4, (top3, runs)
+    assert sum(runs.values()) <= 30 + 4
+    assert any("final race: measuring the 3 best" in n for n in notices), notices
     report = job_report(engine, outcome.job_id)
     best = next(t for t in trials if t.number == report["best"]["number"])
     assert _runs(best) == 3, "the recommendation never rests on fewer than --repeats runs"
@@ -54,9 +66,48 @@ def test_racing_spends_runs_where_they_matter_and_stores_the_noise(engine: Engin
     assert rec["interval"]["low"] < rec["interval"]["mean"] < rec["interval"]["high"]
     assert "±" in rec["text"] and "90% CI" in rec["text"]
     noise = report["noise"]["objective"]
-    assert noise["measured_dof"] >= 5
+    assert noise["measured_dof"] == sum(r - 1 for r in runs.values()) >= 3
     assert 0.01 < noise["cv"] < 0.06, noise  # the testbed's 3% (pooled, shrunk towards a 5% prior)
-    assert report["runs"] == sum(runs)
+    assert report["runs"] == sum(runs.values())
+
+
+def test_racing_with_one_repeat_measures_every_configuration_once(engine: Engine) -> None:
+    spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=8, seed=2, repeats=1)
+    outcome = JobRunner(engine).run(create_job(engine, spec))
+    assert [_runs(t) for t in _trials(engine, outcome.job_id)] == [1] * 8
+
+
+def test_a_job_stopped_in_its_final_race_resumes_it_to_the_uninterrupted_answer(tmp_path: Any) -> None:
+    spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="udp", budget=10, seed=3,
+                   noise=0.03, repeats=3, warm_start=False)
+    stop = threading.Event()
+
+    class StopInTheRace(LocalExecutor):
+        calls = 0
+
+        def measure(self, request: MeasureRequest) -> TrialResult:
+            result = super().measure(request)
+            StopInTheRace.calls += 1
+            if StopInTheRace.calls == spec.budget + 1:  # the first measurement of the final race
+                stop.set()
+            return result
+
+    outcomes = {}
+    for name in ("straight", "stopped"):
+        engine = db.open_database(f"sqlite:///{tmp_path}/{name}.db")
+        job = create_job(engine, spec)
+        if name == "stopped":
+            factory = lambda testbed, noise: StopInTheRace(testbed, noise=noise)  # noqa: E731
+            first = JobRunner(engine, stop=stop, executor_factory=factory).run(job)
+            assert first.state == "interrupted" and first.trials == spec.budget
+            assert sorted(_runs(t) for t in _trials(engine, job)) == [1] * 9 + [2]
+        assert JobRunner(engine).run(job).state == "completed"
+        report = job_report(engine, job)
+        outcomes[name] = ({t.number: _runs(t) for t in _trials(engine, job)},
+                          report["recommendation"]["number"], report["recommendation"]["interval"])
+        engine.dispose()
+    assert outcomes["stopped"] == outcomes["straight"]
+    assert sum(outcomes["straight"][0].values()) > spec.budget + 3  # the race and the final repeat ran
 
 
 def test_without_racing_every_configuration_gets_its_repeats(engine: Engine) -> None:

@@ -64,12 +64,13 @@ def test_quick_benchmark_prints_a_table_and_writes_csv_and_plot(tmp_path: Path,
     assert bayes["within2_at20_ci95"].startswith("(")  # the share's interval is in the CSV too
 
 
-def test_final_race_measures_each_configuration_once_and_keeps_three_measurements_for_the_end() -> None:
+def test_the_job_procedure_measures_each_configuration_once_and_keeps_four_measurements_for_the_end() -> None:
     module = _bench()
     problem = module._problem("linux-nic", 0.03)
-    raced = module.run_nictune(problem, "bayes", 0, 20, racing=True, final_race=3)
-    # The search measures 17 configurations once each; the last 3 measurements are the race.
-    assert raced.evaluations == 17 and raced.configurations == 17
-    assert len(raced.rec) == 20 and raced.recommended[20]
-    shipped = module.run_nictune(problem, "bayes", 0, 20, racing=True)
-    assert shipped.evaluations == 18 and shipped.configurations < 18  # racing repeated some
+    job = module.run_nictune(problem, "bayes", 0, 20, racing=True)
+    # The search measures 16 configurations once each; the last 4 measurements are the final
+    # race (the 3 best once more) and the recommendation's third measurement.
+    assert job.evaluations == 16 and job.configurations == 16
+    assert len(job.rec) == 20 and job.recommended[20]
+    each = module.run_nictune(problem, "bayes", 0, 20, racing=True, race_each=True)
+    assert each.evaluations == 18 and each.configurations < 18  # racing repeated some

@@ -116,6 +116,8 @@ def test_invalid_settings_are_rejected() -> None:
         RacingPolicy(GOAL, max_repeats=0)
     with pytest.raises(ValueError):
         RacingPolicy(GOAL, confidence=1.0)
+    with pytest.raises(ValueError):
+        RacingPolicy(GOAL, final_race=-1)
 
 
 def test_recommendation_prefers_surely_feasible_to_feasible_on_the_mean_only() -> None:
@@ -135,3 +137,28 @@ def test_a_challenger_behind_the_incumbent_on_its_first_sample_stops() -> None:
     trials = {"inc": tp(40.0, 40.2, 39.8), "behind": tp(39.0), "level": tp(40.0)}
     assert policy.decide(trials, "behind", "inc") == "stop"
     assert policy.decide(trials, "level", "inc") == "again"
+
+
+def test_finalists_are_the_best_three_with_one_measurement() -> None:
+    policy = RacingPolicy(GOAL)
+    trials = {"a": tp(30.0), "b": tp(38.0), "c": tp(36.0), "d": tp(37.0), "e": tp(20.0)}
+    assert policy.finalists(trials) == ["b", "d", "c"]
+    # A configuration measured twice already (cached, or raced before a resume) is not
+    # measured again, and does not make room for the fourth.
+    trials["d"] = tp(37.0, 37.5)
+    assert policy.finalists(trials) == ["b", "c"]
+    assert policy.finalists({"a": tp(30.0)}) == ["a"]
+    assert policy.finalists({}) == []
+    # With two measurements d has the best lower bound: the race of one has nothing to do.
+    assert policy.recommend(trials) == "d" and RacingPolicy(GOAL, final_race=1).finalists(trials) == []
+    assert RacingPolicy(GOAL, final_race=5).finalists(trials) == ["b", "c", "a", "e"]
+    assert RacingPolicy(GOAL, max_repeats=1).finalists(trials) == []  # --repeats 1: no repeats at all
+
+
+def test_finalists_put_the_surely_feasible_first() -> None:
+    goal = Goal.from_names(["throughput"], ["loss<=0.1"])
+    policy = RacingPolicy(goal)
+    trials = {"fast-lossy": [{"throughput_gbps": 9.0, "loss_pct": 5.0}],
+              "ok": [{"throughput_gbps": 7.0, "loss_pct": 0.0}],
+              "slow": [{"throughput_gbps": 5.0, "loss_pct": 0.0}]}
+    assert policy.finalists(trials)[:2] == ["ok", "slow"]

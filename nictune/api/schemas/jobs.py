@@ -71,8 +71,9 @@ class JobCreate(BaseModel):
     budget: int = Field(60, ge=1, description="Number of trials.")
     repeats: int = Field(3, ge=1, le=100, description="Most benchmark runs per trial (always this many "
                                                       "when racing is off).")
-    racing: bool = Field(True, description="Adaptive repeats: run a configuration again only while it could "
-                                           "be the best; the recommendation is chosen on the mean with its "
+    racing: bool = Field(True, description="Adaptive repeats: every configuration is run once, the 3 best once "
+                                           "more at the end of the job (a final race) and the recommended one "
+                                           "`repeats` times; the recommendation is chosen on the mean with its "
                                            "confidence interval.")
     warm_start: bool = Field(True, description="Seed the engine with earlier measurements on this testbed and "
                                                "workload.")
