@@ -24,7 +24,7 @@ from nictune.api.manager import CANCEL_KEY, FINAL_STATES, JobManager
 from nictune.api.notifier import Notifier
 from nictune.api.queries.jobs import completed_trials, load_job
 from nictune.api.settings import ApiSettings
-from nictune.api.views import best_of, clean_metrics, clean_score, config_dict, finite
+from nictune.api.views import best_of, clean_metrics, clean_score, config_dict, finite, recommendation_view
 from nictune.db import Configuration, Trial, session_scope
 from nictune.errors import NictuneError
 from nictune.optimizer import Goal, Score
@@ -38,6 +38,7 @@ class _Snapshot:
     state: str
     cancel_requested: bool
     trials: list[tuple[Trial, Configuration]]
+    recommendation: dict[str, Any] | None = None
 
 
 @dataclass
@@ -46,6 +47,13 @@ class _Best:
     score: Score
     metrics: dict[str, float | None]
     config_hash: str
+
+
+def _recommended(stored: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The job's recommendation for the ``end`` event: after the final race it may differ
+    from the last trial event's best so far."""
+    rec = recommendation_view(stored)
+    return rec.model_dump() if rec is not None else None
 
 
 def format_event(event: str, data: Any, event_id: int | None = None) -> str:
@@ -108,7 +116,7 @@ class JobEventStream:
                     .where(Trial.job_id == self.job_id, Trial.number > self.last, Trial.state != "running")
                     .order_by(Trial.number).limit(BATCH))
             trials = [(t, c) for t, c in s.execute(stmt)]
-            return _Snapshot(job.state, bool(job.stats.get(CANCEL_KEY)), trials)
+            return _Snapshot(job.state, bool(job.stats.get(CANCEL_KEY)), trials, job.stats.get("recommendation"))
 
     def _trial_data(self, trial: Trial, config: Configuration) -> dict[str, Any]:
         summary = dict(trial.summary or {})
@@ -166,7 +174,8 @@ class JobEventStream:
                                                  "cancel_requested": snap.cancel_requested})
                     last_sent = time.monotonic()
                 if self._ended(snap):
-                    yield format_event("end", {"job_id": self.job_id, "state": snap.state, "last": self.last})
+                    yield format_event("end", {"job_id": self.job_id, "state": snap.state, "last": self.last,
+                                               "best": _recommended(snap.recommendation)})
                     return
                 if self.notifier.closed:
                     return  # the server is stopping; the client reconnects with Last-Event-ID

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -148,6 +149,18 @@ def _recommended(job: Job, trials: list[CompletedTrial]) -> tuple[CompletedTrial
     return None
 
 
+def recommendation_view(rec: Mapping[str, Any] | None) -> Recommendation | None:
+    """A job's stored recommendation (``stats["recommendation"]``) as the API shows it."""
+    if not rec:
+        return None
+    iv = rec.get("interval") or {}
+    return Recommendation(
+        number=rec.get("number"), config_hash=str(rec.get("hash", "")), objective=str(rec.get("objective", "")),
+        mean=finite(iv.get("mean")), low=finite(iv.get("low")), high=finite(iv.get("high")),
+        n=int(iv.get("n", 0)), confidence=float(iv.get("confidence", 0.9)), text=str(rec.get("text", "")),
+    )
+
+
 def _search_details(job: Job, detailed: bool) -> dict[str, Any]:
     """Racing, noise, warm start and Pareto front of a job (from its stats)."""
     stats = job.stats or {}
@@ -158,14 +171,9 @@ def _search_details(job: Job, detailed: bool) -> dict[str, Any]:
     }
     if not detailed:
         return out
-    rec = stats.get("recommendation")
-    if rec:
-        iv = rec.get("interval") or {}
-        out["recommendation"] = Recommendation(
-            number=rec.get("number"), config_hash=str(rec.get("hash", "")), objective=str(rec.get("objective", "")),
-            mean=finite(iv.get("mean")), low=finite(iv.get("low")), high=finite(iv.get("high")),
-            n=int(iv.get("n", 0)), confidence=float(iv.get("confidence", 0.9)), text=str(rec.get("text", "")),
-        )
+    rec = recommendation_view(stats.get("recommendation"))
+    if rec is not None:
+        out["recommendation"] = rec
     if stats.get("noise"):
         out["noise"] = {name: {k: float(v) for k, v in d.items()} for name, d in stats["noise"].items()}
     if stats.get("front") is not None:

@@ -39,8 +39,10 @@ def test_submit_follow_and_read_the_best_configuration(db_url: str, tmp_path: Pa
             best = reader.history_best("sim:benson-40g", workload="tcp", objective="throughput", top=3)
             final = reader.get_job(job["id"])
             assert best["simulated"] is True
-            assert best["items"][0]["config_hash"] == final["best"]["config_hash"] == trials[-1].data["best"][
-                "config_hash"]
+            # History ranks every configuration ever measured by its mean; the job's answer is
+            # its recommendation after the final race, which the end event carries.
+            assert events[-1].data["best"]["config_hash"] == final["best"]["config_hash"]
+            assert best["items"][0]["objective_value"] >= final["best"]["metrics"]["throughput_gbps"] - 1e-9
             assert best["items"][0]["jobs"] == [job["id"]]
             jumbo = reader.history_trials(testbed="sim:benson-40g", knobs={"mtu": 9000}, limit=100)
             assert all(t["config"]["mtu"] == 9000 for t in jumbo["items"])

@@ -21,9 +21,12 @@ _DESCRIPTION = """\
 A `text/event-stream` of the job's progress:
 
 * `trial` (`id:` the trial number): a trial finished; data has its configuration,
-  metrics, score, and the best trial so far.
+  metrics, score, and the best trial so far (by its mean).
 * `state`: the job's state changed (pending, running, interrupted ...).
-* `end`: the job ended (completed, failed, cancelled); the stream closes.
+* `end`: the job ended (completed, failed, cancelled); data has the job's recommendation
+  (`best`: trial number, configuration hash, mean with its confidence interval), chosen
+  after the final race, which may overturn the last trial event's best so far; the stream
+  closes.
 
 Reconnect with `Last-Event-ID` (or `?after=N`) to receive only the trials after N.
 """
@@ -37,7 +40,7 @@ EVENT_SCHEMA: dict[str, Any] = {
         "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The trial number (trial events)."},
         "data": {"type": "string", "contentMediaType": "application/json",
                  "description": "JSON: the trial with the best so far (trial); job_id, state, cancel_requested "
-                                "(state); job_id, state, last (end)."},
+                                "(state); job_id, state, last, best (end: the recommendation, or null)."},
         "retry": {"type": "integer"},
     },
 }
