@@ -98,9 +98,9 @@ class Race:
             self.trial_id.setdefault(config_hash, trial_id)
             self.number.setdefault(config_hash, number)
 
-    def snapshot(self, without: str | None = None) -> dict[str, list[Metrics]]:
+    def snapshot(self) -> dict[str, list[Metrics]]:
         with self.lock:
-            return {h: list(v) for h, v in self.samples.items() if h != without and v}
+            return {h: list(v) for h, v in self.samples.items() if v}
 
     def recommended(self, policy: RacingPolicy) -> str | None:
         return policy.recommend(self.snapshot())

@@ -316,7 +316,7 @@ class JobRunner:
                 number += len(events)
                 if len(events) < len(batch):  # stopped inside the batch
                     return self._finish(ctx, race, "interrupted", number)
-            raced = self._final_race(ctx, race) if not self.stop.is_set() else not ctx.racing
+            raced = self._final_race(ctx, race)
         except KeyboardInterrupt:
             self._finish(ctx, race, "interrupted", number)
             raise
@@ -424,6 +424,8 @@ class JobRunner:
         has ``repeats`` runs (it may change on the way). False when stopped on the way."""
         if not ctx.racing:
             return True
+        if self.stop.is_set():
+            return False
         # The finalists are stored with the job: a job stopped in its final race resumes
         # the same race (the ranking moves as the finalists are measured).
         with ctx.stats_lock, db.session_scope(self.dbe) as s:
