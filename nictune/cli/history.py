@@ -13,10 +13,11 @@ from nictune import db
 from nictune.cli._common import SIM_NOTE, console, fmt, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, history_best_remote, history_remote
-from nictune.cli.results import print_front, print_noise
+from nictune.cli.results import print_best, print_front, print_noise
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
 from nictune.optimizer import OBJECTIVES, Goal, get_objective
+from nictune.optimizer.racing import OBJECTIVE, RacingPolicy
 
 app = typer.Typer(
     help="Query past experiments: jobs, their trials, best configurations, one configuration.",
@@ -161,21 +162,13 @@ def best(
     if json_out:
         print_json(rows)
         return
-    obj = goal.objective
-    table = Table(title=f"best {obj.label} on {testbed}, workload {workload}")
-    for col in ("rank", obj.label, "feasible", "measurements", "jobs", "config hash", "configuration"):
-        table.add_column(col, overflow="fold")
-    for i, r in enumerate(rows, 1):
-        table.add_row(str(i), fmt(r["value"]), "yes" if r["feasible"] else "no", str(r["measurements"]),
-                      ", ".join(map(str, r["jobs"])), r["config_hash"][:12],
-                      " ".join(f"{k}={v}" for k, v in r["config"].items()))
-    console.print(table)
-    if not rows:
-        console.print("nothing measured there yet")
+    print_best(rows, f"best {goal.objective.label} on {testbed}, workload {workload}", objective)
 
 
 def best_configurations(dbe: Any, testbed: str, workload: str, goal: Goal, top: int) -> list[dict[str, Any]]:
-    """Rank every configuration measured on ``testbed`` under ``workload`` (mean over all its repeats)."""
+    """Rank every configuration measured on ``testbed`` under ``workload`` by the mean over all
+    its repeats and its interval, as ``GET /v1/history/best`` does
+    (:meth:`RacingPolicy.aggregate_key`)."""
     by_hash: dict[str, dict[str, Any]] = {}
     with db.session_scope(dbe) as s:
         for t in db.context_trials(s, testbed, workload, measured_only=True):
@@ -184,16 +177,20 @@ def best_configurations(dbe: Any, testbed: str, workload: str, goal: Goal, top: 
                 "samples": [], "jobs": set()})
             entry["samples"].extend(m.metrics for m in t.measurements)
             entry["jobs"].add(t.job_id)
+    policy = RacingPolicy(goal)
+    noise = policy.noise({h: e["samples"] for h, e in by_hash.items()})
     ranked = []
     for entry in by_hash.values():
         if not entry["samples"]:
             continue
         mean = Goal.mean_metrics(entry["samples"])
+        n = len(entry["samples"])
         score = goal.score(mean)
-        ranked.append((score, {
+        iv = policy.shown(policy.mean_interval(score.value, n, noise[OBJECTIVE]))
+        ranked.append((policy.aggregate_key(mean, n, noise), {
             "config_hash": entry["config_hash"], "config": entry["config"], "metrics": mean,
-            "value": goal.objective.value(mean), "feasible": score.feasible,
-            "measurements": len(entry["samples"]), "jobs": sorted(entry["jobs"]),
+            "value": goal.objective.value(mean), "interval": {**iv.as_dict(), "noise_cv": noise[OBJECTIVE].cv},
+            "feasible": score.feasible, "measurements": n, "jobs": sorted(entry["jobs"]),
         }))
     ranked.sort(key=lambda pair: pair[0], reverse=True)
     return [row for _, row in ranked[:top]]

@@ -9,6 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt, print_json
+from nictune.cli.results import print_best
 from nictune.measure._base import METRICS
 from nictune.optimizer import get_objective
 
@@ -121,12 +122,5 @@ def history_best_remote(server: str, token: str | None, testbed: str, workload: 
     if json_out:
         print_json(items)
         return
-    table = Table(title=f"best {objective} on {testbed}, workload {workload} (from {server})")
-    for col in ("rank", "config hash", "metrics", "configuration"):
-        table.add_column(col, overflow="fold")
-    for i, r in enumerate(items, 1):
-        m = r.get("metrics", {})
-        table.add_row(str(i), str(r.get("config_hash", ""))[:12],
-                      f"{fmt(m.get('throughput_gbps') or 0)} Gbps, loss {fmt(m.get('loss_pct') or 0)} %",
-                      " ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items()))
-    console.print(table)
+    print_best(items, f"best {get_objective(objective).label} on {testbed}, workload {workload} (from {server})",
+               objective)

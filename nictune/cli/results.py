@@ -39,3 +39,26 @@ def print_noise(report: dict[str, Any]) -> None:
         measured = int(obj.get("measured_dof", 0))
         source = f"estimated from {measured} degrees of freedom of repeats" if measured else "prior, no repeats yet"
         console.print(f"testbed noise: {obj['cv']:.1%} coefficient of variation ({source}; stored with the job)")
+
+
+def print_best(rows: list[dict[str, Any]], title: str, objective: str) -> None:
+    """The table of ``nictune history best``, from local rows or the API's items."""
+    obj = get_objective(objective)
+    table = Table(title=title)
+    for col in ("rank", f"{obj.label} (90% CI)", "feasible", "measurements", "jobs", "config hash",
+                "configuration"):
+        table.add_column(col, overflow="fold")
+    for i, r in enumerate(rows, 1):
+        iv = r.get("interval") or {}
+        low, high = iv.get("low"), iv.get("high")
+        half = f" ± {(high - low) / 2:.2g}" if low is not None and high is not None else ""
+        table.add_row(str(i), f"{fmt(r.get('objective_value', r.get('value')) or 0)}{half}",
+                      "yes" if r.get("feasible") else "no", str(r.get("measurements", "")),
+                      ", ".join(map(str, r.get("jobs") or [])), str(r.get("config_hash", ""))[:12],
+                      " ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items()))
+    console.print(table)
+    if rows:
+        console.print("ranked by the interval's conservative end (a single lucky run does not outrank a mean "
+                      "confirmed by repeats)")
+    else:
+        console.print("nothing measured there yet")

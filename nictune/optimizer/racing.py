@@ -253,9 +253,14 @@ class RacingPolicy:
         finite = [x for x in xs if math.isfinite(x)]
         if not finite:
             return Interval(-math.inf, -math.inf, -math.inf, 0, self.confidence)
-        mean = statistics.fmean(finite)
-        half = t_quantile(self.confidence, noise.dof) * noise.cv * abs(mean) / math.sqrt(len(finite))
-        return Interval(mean, mean - half, mean + half, len(finite), self.confidence)
+        return self.mean_interval(statistics.fmean(finite), len(finite), noise)
+
+    def mean_interval(self, mean: float, n: int, noise: Noise) -> Interval:
+        """The t interval of a mean of ``n`` samples under the pooled relative ``noise``."""
+        if not math.isfinite(mean) or n < 1:
+            return Interval(mean, mean, mean, max(n, 0), self.confidence)
+        half = t_quantile(self.confidence, noise.dof) * noise.cv * abs(mean) / math.sqrt(n)
+        return Interval(mean, mean - half, mean + half, n, self.confidence)
 
     def objective_interval(self, samples: Samples, noise: Mapping[str, Noise]) -> Interval:
         """The interval of the (oriented, bigger is better) objective of one configuration."""
@@ -399,14 +404,33 @@ class RacingPolicy:
             return 0
         return max(0, self.max_repeats - len(trials[incumbent]))
 
+    def aggregate_key(self, metrics: Mapping[str, float], n: int,
+                      noise: Mapping[str, Noise]) -> tuple[int, float, float]:
+        """Sort key (bigger is better) of a configuration known by the mean ``metrics`` of its
+        ``n`` measurements (the history's ranking across jobs): feasible on its mean first, by
+        the objective's lower confidence bound (so one lucky run does not outrank the same mean
+        confirmed three times), then by the mean; infeasible ones by least violation.
+
+        Raises:
+            MeasurementError: a metric the goal needs is missing.
+        """
+        score = self.goal.score(metrics)
+        if not score.feasible:
+            return (0, -score.violation, score.value)
+        iv = self.mean_interval(score.value, n, noise[OBJECTIVE])
+        return (1, iv.low, iv.mean)
+
+    def shown(self, iv: Interval) -> Interval:
+        """An interval of the oriented objective (bigger is better) in the objective's own sign."""
+        sign = 1.0 if self.goal.objective.direction == "maximize" else -1.0
+        low, high = sorted((sign * iv.low, sign * iv.high))
+        return Interval(sign * iv.mean, low, high, iv.n, iv.confidence)
+
     def summary(self, trials: Mapping[str, Samples], key: str) -> dict[str, Any]:
         """Plain data for the output: mean metrics, the objective's interval, feasibility."""
         noise = self.noise(trials)
         samples = trials[key]
-        iv = self.objective_interval(samples, noise)
-        sign = 1.0 if self.goal.objective.direction == "maximize" else -1.0
-        low, high = sorted((sign * iv.low, sign * iv.high))
-        shown = Interval(sign * iv.mean, low, high, iv.n, iv.confidence)
+        shown = self.shown(self.objective_interval(samples, noise))
         return {
             "metrics": Goal.mean_metrics(samples),
             "objective": self.goal.objective.name,

@@ -231,6 +231,7 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
                 card = ".testbed-card[data-testbed='sim:benson-40g']"
                 assert page.wait_for_selector(f"{card} .workload[data-workload='tcp'] table") is not None
                 assert "simulated (a model)" in page.inner_text(card)
+                assert "90% CI" in page.inner_text(card) and "±" in page.inner_text(card)
                 page.screenshot(path=str(tmp_path / "dashboard-history.png"), full_page=True)
 
                 assert not errors, errors

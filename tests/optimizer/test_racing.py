@@ -162,3 +162,25 @@ def test_finalists_put_the_surely_feasible_first() -> None:
               "ok": [{"throughput_gbps": 7.0, "loss_pct": 0.0}],
               "slow": [{"throughput_gbps": 5.0, "loss_pct": 0.0}]}
     assert policy.finalists(trials)[:2] == ["ok", "slow"]
+
+
+def test_history_ranking_puts_a_mean_confirmed_by_repeats_above_one_lucky_run() -> None:
+    policy = RacingPolicy(GOAL)
+    noise = policy.noise({"a": tp(39.0, 40.2, 39.5), "b": tp(38.0, 37.1)})
+    confirmed = policy.aggregate_key({"throughput_gbps": 39.5}, 3, noise)
+    lucky = policy.aggregate_key({"throughput_gbps": 39.9}, 1, noise)
+    clearly_better = policy.aggregate_key({"throughput_gbps": 45.0}, 1, noise)
+    assert lucky < confirmed < clearly_better
+    iv = policy.mean_interval(39.5, 3, noise["objective"])
+    assert confirmed == (1, iv.low, 39.5) and iv.low < 39.5 < iv.high and iv.n == 3
+
+
+def test_history_ranking_of_a_minimised_objective_uses_the_upper_bound() -> None:
+    policy = RacingPolicy(Goal.from_names(["cpu"], ["throughput>=10"]))
+    noise = policy.noise({})
+    confirmed = policy.aggregate_key({"cpu_rx_pct": 50.0, "throughput_gbps": 20.0}, 3, noise)
+    lucky = policy.aggregate_key({"cpu_rx_pct": 49.0, "throughput_gbps": 20.0}, 1, noise)
+    infeasible = policy.aggregate_key({"cpu_rx_pct": 5.0, "throughput_gbps": 9.0}, 3, noise)
+    assert infeasible < lucky < confirmed
+    shown = policy.shown(policy.mean_interval(-50.0, 3, noise["objective"]))
+    assert shown.mean == 50.0 and shown.low < 50.0 < shown.high

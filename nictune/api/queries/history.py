@@ -57,6 +57,35 @@ def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: 
     return out
 
 
+def repeated_samples(s: Session, testbed: str, workload: str) -> dict[int, dict[int, list[dict[str, Any]]]]:
+    """The metrics of every measurement of the configurations measured at least twice on
+    ``testbed`` under ``workload``, by testbed fingerprint (id) and configuration id: what
+    the noise of each fingerprint is estimated from."""
+    context = (
+        Measurement.testbed_id.in_(select(Testbed.id).where(Testbed.name == testbed)),
+        Measurement.workload_id.in_(select(Workload.id).where(Workload.name == workload)),
+        Trial.state == "completed", Trial.source == "measured",
+    )
+    repeated = (
+        select(Measurement.testbed_id, Measurement.configuration_id)
+        .join(Trial, Measurement.trial_id == Trial.id)
+        .where(*context)
+        .group_by(Measurement.testbed_id, Measurement.configuration_id)
+        .having(func.count(Measurement.id) >= 2)
+    ).subquery()
+    stmt = (
+        select(Measurement.testbed_id, Measurement.configuration_id, Measurement.metrics)
+        .join(Trial, Measurement.trial_id == Trial.id)
+        .join(repeated, (repeated.c.testbed_id == Measurement.testbed_id)
+              & (repeated.c.configuration_id == Measurement.configuration_id))
+        .where(*context)
+    )
+    out: dict[int, dict[int, list[dict[str, Any]]]] = {}
+    for testbed_id, config_id, metrics in s.execute(stmt):
+        out.setdefault(testbed_id, {}).setdefault(config_id, []).append(dict(metrics))
+    return out
+
+
 def jobs_of(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], list[int]]:
     """Jobs that measured each (testbed id, configuration id) pair, ascending."""
     wanted = list(pairs)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.engine import Engine as DbEngine
@@ -16,7 +18,7 @@ from nictune.api.pagination import Limit, Offset, json_response, next_page
 from nictune.api.queries import history as hq
 from nictune.api.queries.trials import TrialFilters, space_definitions, trials_page
 from nictune.api.schemas.common import enum_of, error_responses
-from nictune.api.schemas.history import BestConfiguration, BestOut
+from nictune.api.schemas.history import BestConfiguration, BestOut, ObjectiveInterval
 from nictune.api.schemas.trials import SortKey, TrialPage
 from nictune.api.settings import ApiSettings
 from nictune.api.submission import submittable_testbeds
@@ -24,7 +26,8 @@ from nictune.api.views import clean_metrics, clean_score, config_dict, finite, s
 from nictune.db import session_scope
 from nictune.errors import NictuneError, UnknownNameError
 from nictune.measure.workloads import WORKLOADS
-from nictune.optimizer import OBJECTIVES, Goal, MetricConstraint, Score
+from nictune.optimizer import OBJECTIVES, Goal, MetricConstraint
+from nictune.optimizer.racing import OBJECTIVE, Noise, RacingPolicy
 
 router = APIRouter(prefix="/v1/history", tags=["history"])
 
@@ -43,23 +46,30 @@ def _check_testbed(dbe: DbEngine, settings: ApiSettings, testbed: str) -> None:
         raise UnknownNameError("testbed", testbed, known)
 
 
-def rank(goal: Goal, candidates: list[hq.ConfigAggregate]) -> list[tuple[Score, hq.ConfigAggregate]]:
-    """Candidates with their scores, best first (those missing a metric the goal needs are left out)."""
+def rank(policy: RacingPolicy, candidates: list[hq.ConfigAggregate],
+         noise: Mapping[int, Mapping[str, Noise]]) -> list[tuple[Noise, hq.ConfigAggregate]]:
+    """Candidates best first (:meth:`RacingPolicy.aggregate_key`: feasible on their means
+    first, by the objective's lower confidence bound), each with its fingerprint's noise;
+    those missing a metric the goal needs are left out."""
+    prior = policy.noise({})[OBJECTIVE]
     scored = []
     for candidate in candidates:
+        nz = noise.get(candidate.testbed_id, {}).get(OBJECTIVE, prior)
         try:
-            scored.append((goal.score(candidate.metrics), candidate))
+            key = policy.aggregate_key(candidate.metrics, candidate.measurements, {OBJECTIVE: nz})
         except (NictuneError, ValueError):
             continue
-    # Sort on plain tuples: Score's rich comparisons are slow in bulk.
-    return sorted(scored, key=lambda pair: _score_key(pair[0]), reverse=True)
+        if not any(math.isnan(k) for k in key):
+            scored.append((key, nz, candidate))
+    scored.sort(key=lambda t: t[0], reverse=True)
+    return [(nz, candidate) for _, nz, candidate in scored]
 
 
-def _score_key(score: Score) -> tuple[bool, float, float]:
-    # The order Score defines: feasible first by value, then infeasible by least violation.
-    if score.feasible:
-        return (True, score.value, 0.0)
-    return (False, -score.violation, score.value)
+def noise_by_fingerprint(policy: RacingPolicy, samples: Mapping[int, Mapping[int, list[dict[str, Any]]]]
+                         ) -> dict[int, dict[str, Noise]]:
+    """The pooled noise of each testbed fingerprint (id) from its repeated configurations."""
+    return {testbed_id: policy.noise({str(c): xs for c, xs in by_config.items()})
+            for testbed_id, by_config in samples.items()}
 
 
 def _check_workload(workload: str) -> None:
@@ -84,8 +94,12 @@ def history_best(
     """The best configurations ever measured on a testbed under a workload, across every job.
 
     Each configuration is scored on the mean of all its measurements in the context
-    (answers from the fitness cache are not counted twice). Measurements from different
-    fingerprints of the testbed are ranked separately.
+    (answers from the fitness cache are not counted twice), with a 90% confidence interval
+    from the testbed's noise (pooled over the configurations measured more than once). The
+    ranking puts the configurations whose mean meets the constraints first, by the
+    interval's conservative end (the lower bound of a maximised objective), as a job chooses
+    its recommendation: one lucky run does not outrank the same mean confirmed three times.
+    Measurements from different fingerprints of the testbed are kept apart.
     """
     _check_workload(workload)
     goal = Goal.from_names([objective], list(constraint))  # 422 naming 'objective' or 'constraint'
@@ -96,20 +110,27 @@ def history_best(
         version = data_version(s)
         means = cache.get(("means", testbed, workload, tuple(extra)), version,
                           lambda: hq.configuration_means(s, testbed, workload, extra))
-        scored = cache.get(("ranked", testbed, workload, objective, tuple(map(str, goal.constraints))), version,
-                           lambda: rank(goal, means))
-        chosen = scored[:top]
+        policy = RacingPolicy(goal)
+        noise = cache.get(("noise", testbed, workload, objective, tuple(map(str, goal.constraints))), version,
+                          lambda: noise_by_fingerprint(policy, hq.repeated_samples(s, testbed, workload)))
+        ranked = cache.get(("ranked", testbed, workload, objective, tuple(map(str, goal.constraints))), version,
+                           lambda: rank(policy, means, noise))
+        chosen = ranked[:top]
         pairs = [(c.testbed_id, c.configuration_id) for _, c in chosen]
         configs = hq.configurations(s, [c for _, c in pairs])
         beds = hq.testbeds(s, [t for t, _ in pairs])
         jobs = hq.jobs_of(s, pairs)
         simulated = any(b.kind == "sim" for b in beds.values()) or testbed.startswith("sim:")
         items = []
-        for position, (score, cand) in enumerate(chosen, start=1):
-            value = goal.objective.value(cand.metrics)
+        for position, (nz, cand) in enumerate(chosen, start=1):
+            score = goal.score(cand.metrics)
+            iv = policy.shown(policy.mean_interval(score.value, cand.measurements, nz))
             items.append(BestConfiguration(
                 rank=position, config_hash=configs[cand.configuration_id].hash,
-                config=config_dict(configs[cand.configuration_id]), objective_value=finite(value),
+                config=config_dict(configs[cand.configuration_id]),
+                objective_value=finite(goal.objective.value(cand.metrics)),
+                interval=ObjectiveInterval(mean=finite(iv.mean), low=finite(iv.low), high=finite(iv.high), n=iv.n,
+                                           confidence=iv.confidence, noise_cv=nz.cv),
                 feasible=score.feasible, score=clean_score(score) or {}, metrics=clean_metrics(cand.metrics),
                 measurements=cand.measurements, trials=cand.trials,
                 jobs=jobs.get((cand.testbed_id, cand.configuration_id), []),

@@ -8,6 +8,19 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class ObjectiveInterval(BaseModel):
+    """The objective's mean over a configuration's measurements with its confidence interval."""
+
+    mean: float | None
+    low: float | None
+    high: float | None
+    n: int = Field(description="Measurements behind the mean.")
+    confidence: float
+    noise_cv: float = Field(description="Relative noise (coefficient of variation) of one measurement, pooled "
+                                        "over the configurations measured more than once on this fingerprint "
+                                        "(5% assumed until repeats say otherwise).")
+
+
 class BestConfiguration(BaseModel):
     """A configuration and the mean of every measurement of it in the context."""
 
@@ -15,6 +28,8 @@ class BestConfiguration(BaseModel):
     config_hash: str
     config: dict[str, Any]
     objective_value: float | None = Field(description="The objective in its own unit (e.g. Gbit/s).")
+    interval: ObjectiveInterval = Field(description="The objective's mean with its interval; configurations "
+                                                    "rank by its conservative end (low when maximised).")
     feasible: bool = Field(description="Whether the mean metrics meet every constraint given.")
     score: dict[str, Any]
     metrics: dict[str, float | None] = Field(description="Mean over every measurement of this configuration.")

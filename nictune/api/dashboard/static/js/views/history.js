@@ -13,12 +13,20 @@ function configCell(item) {
     h("dl", {class: "kv"}, Object.entries(item.config).map(([k, v]) => [h("dt", {}, k), h("dd", {}, val(v))])));
 }
 
+/** "mean ± half-width" of an item's interval (the mean alone when there is none). */
+function intervalText(item) {
+  const iv = item.interval || {};
+  if (iv.low == null || iv.high == null) return num(item.objective_value);
+  return `${num(item.objective_value)} ± ${num((iv.high - iv.low) / 2)}`;
+}
+
 function bestTable(best) {
   const unit = best.unit;
   const columns = [
     {key: "rank", label: "Rank", numeric: true, value: (i) => i.rank},
-    {key: "value", label: `${objectiveNamed(best.objective).label} (${unit})`, numeric: true,
-     title: directionText({direction: best.direction}), value: (i) => i.objective_value, cell: (i) => num(i.objective_value)},
+    {key: "value", label: `${objectiveNamed(best.objective).label} (${unit}, 90% CI)`, numeric: true,
+     title: `${directionText({direction: best.direction})}; ranked by the interval's conservative end`,
+     value: (i) => i.objective_value, cell: (i) => intervalText(i)},
     {key: "feasible", label: "Feasible", value: (i) => i.feasible, cell: (i) => (i.feasible ? "yes" : "no")},
     {key: "measurements", label: "Measurements", numeric: true, value: (i) => i.measurements},
     {key: "trials", label: "Trials", numeric: true, value: (i) => i.trials},
