@@ -13,18 +13,15 @@ is restoring waits until the restore is over.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import re
 import signal
 import socket
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -80,44 +77,6 @@ def time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
-
-
-#: Families whose settings on a local host are the whole machine's, not a namespace's.
-_MACHINE_FAMILIES = frozenset({"cpu_governor", "module_param", "irq_affinity"})
-
-
-def touches_machine(request: MeasureRequest) -> bool:
-    """Whether the request writes settings that a local (veth) pair shares with the machine."""
-    from nictune.measure.hosts import is_global_sysctl
-
-    space, config = request.configuration()
-    return any((s.family.value == "sysctl" and is_global_sysctl(s.target)) or s.family.value in _MACHINE_FAMILIES
-               for s in space.settings(config))
-
-
-@contextmanager
-def machine_lock(needed: bool, path: Path | None = None) -> Iterator[None]:
-    """Serialise, across the worker processes of this machine, trials that change machine-wide settings.
-
-    Two veth workers on one machine measuring at once would otherwise snapshot and restore
-    the same global sysctl in each other's middle and leave the wrong value behind.
-
-    Args:
-        needed: take the lock (else do nothing).
-        path: the lock file; ``/run/lock/nictune-machine-settings.lock`` by default.
-    """
-    if not needed:
-        yield
-        return
-    if path is None:
-        base = Path("/run/lock") if os.access("/run/lock", os.W_OK) else Path(tempfile.gettempdir())
-        path = base / "nictune-machine-settings.lock"
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def worker_id(pool: str, testbed: str, host: str | None = None) -> str:
@@ -226,8 +185,9 @@ def register_measure_task(app: Celery, executor: LocalExecutor, state: WorkerSta
         state.update(state="busy", current={"key": key, "job_id": request.job_id, "trial_id": request.trial_id,
                                             "step": request.step, "since": now_iso()})
         try:
-            shared = executor.kind == "veth" and touches_machine(request)
-            with machine_lock(shared), time_limit(cfg.time_limit_s):
+            # Trials of other workers on this testbed or on the machine-wide settings this one
+            # changes wait inside executor.measure (nictune.measure.locks).
+            with time_limit(cfg.time_limit_s):
                 result = executor.measure(request)
         except TrialTimeLimit as exc:
             return {"ok": False, "error": f"{exc}; settings restored", "worker": me}

@@ -95,6 +95,11 @@ class Journal:
             raise InvalidInputError(f"journal {self.path} does not hold a JSON object")
         return data
 
+    @property
+    def lock_path(self) -> Path:
+        """The testbed's lock file (:mod:`nictune.measure.locks`), next to the journal."""
+        return self.path.with_suffix(".lock")
+
     def exists(self) -> bool:
         """Whether a journal file is present."""
         return self.path.exists()

@@ -52,12 +52,18 @@ def recover(testbed: str) -> list[str]:
     Raises:
         RestoreError: the journal could not be replayed; the host needs attention.
     """
-    from nictune.measure.journal import replay_journal
+    from nictune.measure.journal import Journal, replay_journal
+    from nictune.measure.locks import exclusive
 
-    messages = []
-    for report in replay_journal(testbed=testbed):
-        if report.skipped:
-            raise RestoreError(f"{testbed}: a trial is still running there ({report.skipped})")
+    messages: list[str] = []
+    journal = Journal(testbed)
+    if not journal.exists():
+        return messages
+    # With the testbed lock held no trial runs there (a running one is waited for), so a
+    # journal left now is a dead run's, whichever process wrote it.
+    with exclusive(journal.lock_path, testbed):
+        reports = replay_journal(testbed=testbed, force=True)
+    for report in reports:
         if report.errors:
             raise RestoreError(f"{testbed}: could not restore what a crashed run left: {'; '.join(report.errors)}")
         if report.restored:

@@ -1,5 +1,8 @@
-"""The trial transaction: snapshot -> journal -> apply -> verify -> reachability -> benchmark
--> restore -> verify restore -> clear journal.
+"""The trial transaction: lock -> snapshot -> journal -> apply -> verify -> reachability ->
+benchmark -> restore -> verify restore -> clear journal -> unlock.
+
+The locks (:mod:`nictune.measure.locks`) keep trials of other runs off the same testbed and
+off the machine-wide settings this one changes until it has restored them.
 
 Settings are restored on success, on any exception, on a command timeout and on SIGINT /
 SIGTERM (handlers are installed for the duration of the trial; the signal is delivered
@@ -10,6 +13,7 @@ again once the hosts are restored). A failed apply or benchmark raises
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,11 +25,14 @@ from nictune.measure.appliers.ip_link import link_info
 from nictune.measure.busy import BusyLoad
 from nictune.measure.hosts import Host
 from nictune.measure.iperf3 import Endpoints, run_iperf3
-from nictune.measure.journal import Journal
+from nictune.measure.journal import Journal, replay_journal
+from nictune.measure.locks import trial_locks
 from nictune.measure.signals import SignalGuard, TrialInterrupted
 from nictune.measure.topology import resolve_placement
 from nictune.measure.validation import parse_cpu_list
 from nictune.search_spaces._base import Family, Setting
+
+log = logging.getLogger(__name__)
 
 #: Seconds each ping waits for a reply in the reachability check.
 PING_WAIT_S = 1
@@ -132,6 +139,30 @@ class Trial:
         """
         checked = validate_settings(settings)
         steps = plan(checked, self.ends)
+        writes = [(step.host, step.settings) for step in steps]
+        with trial_locks(self.journal.lock_path, self.journal.testbed, writes):
+            self._restore_leftover()
+            return self._run(steps, checked, workload, repeats, seed)
+
+    def _restore_leftover(self) -> None:
+        """Put back what a trial that died on this testbed left (its journal), before anything
+        else: holding the testbed lock, no other trial can be running there.
+
+        Raises:
+            RestoreError: the leftover could not be restored; the journal is kept.
+        """
+        if not self.journal.exists():
+            return
+        for report in replay_journal(self.journal.directory, self.journal.testbed, force=True):
+            if report.errors:
+                raise RestoreError(f"{self.journal.testbed}: could not restore what an earlier trial left "
+                                   f"(journal kept at {report.path}): {'; '.join(report.errors)}")
+            if report.restored:
+                log.warning("restored settings an earlier trial left on %s: %s", self.journal.testbed,
+                            "; ".join(report.restored))
+
+    def _run(self, steps: Sequence[Step], checked: Sequence[Setting], workload: Workload, repeats: int,
+             seed: int) -> TrialResult:
         entries: list[dict[str, Any]] = []
         samples: list[Sample] = []
         pins: tuple[str | None, str | None] = (None, None)

@@ -22,7 +22,7 @@ from nictune.executors.registry import Registry, WorkerRecord
 from nictune.executors.wire import result_from_dict, result_to_dict
 from nictune.executors.worker import TrialTimeLimit, WorkerConfig, time_limit
 from nictune.measure._base import Sample, TrialResult
-from nictune.search_spaces import load_space, space_from_dict
+from nictune.search_spaces import load_space
 
 from .support import REDIS_URL, delete_prefix, require_redis, running_worker, unique_prefix
 
@@ -135,34 +135,3 @@ def test_a_sim_worker_measures_what_the_local_executor_measures(redis_prefix: st
     finally:
         factory.close()
         registry.close()
-
-
-def test_trials_that_change_machine_wide_settings_take_turns(tmp_path: Path) -> None:
-    import threading
-
-    from nictune.executors.worker import machine_lock, touches_machine
-
-    from .test_celery_pool import SPACE
-
-    link_only = space_from_dict(SPACE)
-    assert not touches_machine(MeasureRequest(1, 1, 0, "pool:x", link_only.definition, dict(link_only.default()),
-                                              {}, 1, 1))
-    veth = load_space("veth")  # its net.core.* buffers are the machine's
-    assert touches_machine(MeasureRequest(1, 1, 0, "pool:x", veth.definition, dict(veth.default()), {}, 1, 1))
-    inside: list[int] = []
-    overlap = threading.Event()
-
-    def trial(n: int) -> None:
-        with machine_lock(True, tmp_path / "machine.lock"):
-            inside.append(n)
-            if len(inside) > 1:
-                overlap.set()
-            time.sleep(0.2)
-            inside.remove(n)
-
-    threads = [threading.Thread(target=trial, args=(n,)) for n in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not overlap.is_set()

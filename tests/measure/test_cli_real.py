@@ -96,6 +96,27 @@ def test_next_start_restores_what_a_killed_worker_left(pair: VethPair, env: dict
     assert values(pair) == before
 
 
+def test_two_runs_at_once_on_one_testbed_take_turns_and_restore_everything(
+    pair: VethPair, env: dict[str, str]
+) -> None:
+    """Two `nictune measure` processes started together on one veth testbed, changing the same
+    global and per-namespace settings to different values: they take turns trial by trial
+    (without the testbed lock the second snapshots the first's values and restores those)."""
+    before = values(pair)
+    runs = [nictune("measure", "--testbed", f"veth:{pair.name}", "--workload", "tcp", "--repeats", "1",
+                    "--duration", "4", "--json", "--set", f"mtu={mtu}", "--set", f"rmem_max={rmem}",
+                    "--set", f"tcp_rmem_max={rmem}", env=env)
+            for mtu, rmem in ((9000, 16777216), (4000, 67108864))]
+    outs = [run.communicate(timeout=180) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], [err for _, err in outs]
+    assert all(json.loads(out)["metrics"]["throughput_gbps"] > 0 for out, _ in outs)
+    # One found the testbed busy and waited for the other's trial (restore included).
+    waited = [err for _, err in outs if f"waiting for another nictune trial on veth:{pair.name}" in err]
+    assert len(waited) == 1, [err for _, err in outs]
+    assert values(pair) == before
+    assert not wait_no_processes(5)
+
+
 def test_sigterm_stops_an_optimize_cleanly(env: dict[str, str]) -> None:
     """SIGTERM mid-trial: the hosts are restored, the pair the run created is removed, the job
     ends interrupted and can be resumed."""
