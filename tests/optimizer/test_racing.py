@@ -184,3 +184,10 @@ def test_history_ranking_of_a_minimised_objective_uses_the_upper_bound() -> None
     assert infeasible < lucky < confirmed
     shown = policy.shown(policy.mean_interval(-50.0, 3, noise["objective"]))
     assert shown.mean == 50.0 and shown.low < 50.0 < shown.high
+
+
+def test_noise_ignores_means_whose_square_underflows() -> None:
+    policy = RacingPolicy(Goal.from_names(["throughput"], ["loss<=0.1"]))
+    trials = {"a": [{"throughput_gbps": 10.0, "loss_pct": 1e-200}, {"throughput_gbps": 10.2, "loss_pct": 2e-200}]}
+    noise = policy.noise(trials)
+    assert noise["loss_pct"].measured_dof == 0 and noise["objective"].measured_dof == 1

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import distinct, func, select
+from sqlalchemy import case, distinct, func, null, select
 from sqlalchemy.orm import Session
 
 from nictune.db import MAIN_METRICS, Configuration, Job, Measurement, Testbed, Trial, Workload
@@ -23,11 +23,20 @@ class ConfigAggregate:
     trials: int
     last_measured_at: datetime | None
     metrics: dict[str, float]
+    #: Mean of the squares of each main metric (its variance, with the mean): the noise.
+    squares: dict[str, float] = field(default_factory=dict)
 
 
 def testbed_names(s: Session) -> list[str]:
     """Names of the testbeds the history knows."""
     return sorted(set(s.scalars(select(Testbed.name))))
+
+
+def _square(column: Any) -> Any:
+    """``column * column`` that neither underflows nor overflows (PostgreSQL raises on both):
+    0 below 1e-100, NULL (left out of the mean) above 1e100."""
+    magnitude = func.abs(column)
+    return case((magnitude < 1e-100, 0.0), (magnitude > 1e100, null()), else_=column * column)
 
 
 def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: Sequence[str] = ()
@@ -41,9 +50,11 @@ def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: 
     names = [*MAIN_METRICS, *(m for m in extra_metrics if m not in MAIN_METRICS)]
     averages = [func.avg(getattr(Measurement, m)) if m in MAIN_METRICS
                 else func.avg(Measurement.metrics[m].as_float()) for m in names]
+    squares = [func.avg(_square(getattr(Measurement, m))) for m in MAIN_METRICS]
     stmt = (
         select(Measurement.testbed_id, Measurement.configuration_id, func.count(Measurement.id),
-               func.count(distinct(Measurement.trial_id)), func.max(Measurement.finished_at), *averages)
+               func.count(distinct(Measurement.trial_id)), func.max(Measurement.finished_at), *averages,
+               *squares)
         .join(Trial, Measurement.trial_id == Trial.id)
         .where(Measurement.testbed_id.in_(select(Testbed.id).where(Testbed.name == testbed)),
                Measurement.workload_id.in_(select(Workload.id).where(Workload.name == workload)),
@@ -51,38 +62,11 @@ def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: 
         .group_by(Measurement.testbed_id, Measurement.configuration_id)
     )
     out = []
-    for testbed_id, config_id, n, trials, last, *means in s.execute(stmt):
+    for testbed_id, config_id, n, trials, last, *rest in s.execute(stmt):
+        means, sq = rest[:len(names)], rest[len(names):]
         metrics = {name: float(v) for name, v in zip(names, means, strict=True) if v is not None}
-        out.append(ConfigAggregate(testbed_id, config_id, int(n), int(trials), last, metrics))
-    return out
-
-
-def repeated_samples(s: Session, testbed: str, workload: str) -> dict[int, dict[int, list[dict[str, Any]]]]:
-    """The metrics of every measurement of the configurations measured at least twice on
-    ``testbed`` under ``workload``, by testbed fingerprint (id) and configuration id: what
-    the noise of each fingerprint is estimated from."""
-    context = (
-        Measurement.testbed_id.in_(select(Testbed.id).where(Testbed.name == testbed)),
-        Measurement.workload_id.in_(select(Workload.id).where(Workload.name == workload)),
-        Trial.state == "completed", Trial.source == "measured",
-    )
-    repeated = (
-        select(Measurement.testbed_id, Measurement.configuration_id)
-        .join(Trial, Measurement.trial_id == Trial.id)
-        .where(*context)
-        .group_by(Measurement.testbed_id, Measurement.configuration_id)
-        .having(func.count(Measurement.id) >= 2)
-    ).subquery()
-    stmt = (
-        select(Measurement.testbed_id, Measurement.configuration_id, Measurement.metrics)
-        .join(Trial, Measurement.trial_id == Trial.id)
-        .join(repeated, (repeated.c.testbed_id == Measurement.testbed_id)
-              & (repeated.c.configuration_id == Measurement.configuration_id))
-        .where(*context)
-    )
-    out: dict[int, dict[int, list[dict[str, Any]]]] = {}
-    for testbed_id, config_id, metrics in s.execute(stmt):
-        out.setdefault(testbed_id, {}).setdefault(config_id, []).append(dict(metrics))
+        mean_squares = {name: float(v) for name, v in zip(MAIN_METRICS, sq, strict=True) if v is not None}
+        out.append(ConfigAggregate(testbed_id, config_id, int(n), int(trials), last, metrics, mean_squares))
     return out
 
 

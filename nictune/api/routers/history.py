@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.engine import Engine as DbEngine
@@ -23,7 +23,7 @@ from nictune.api.schemas.trials import SortKey, TrialPage
 from nictune.api.settings import ApiSettings
 from nictune.api.submission import submittable_testbeds
 from nictune.api.views import clean_metrics, clean_score, config_dict, finite, sim_note, trial_view
-from nictune.db import session_scope
+from nictune.db import MAIN_METRICS, session_scope
 from nictune.errors import NictuneError, UnknownNameError
 from nictune.measure.workloads import WORKLOADS
 from nictune.optimizer import OBJECTIVES, Goal, MetricConstraint
@@ -47,14 +47,14 @@ def _check_testbed(dbe: DbEngine, settings: ApiSettings, testbed: str) -> None:
 
 
 def rank(policy: RacingPolicy, candidates: list[hq.ConfigAggregate],
-         noise: Mapping[int, Mapping[str, Noise]]) -> list[tuple[Noise, hq.ConfigAggregate]]:
+         noise: Mapping[int, Noise]) -> list[tuple[Noise, hq.ConfigAggregate]]:
     """Candidates best first (:meth:`RacingPolicy.aggregate_key`: feasible on their means
     first, by the objective's lower confidence bound), each with its fingerprint's noise;
     those missing a metric the goal needs are left out."""
     prior = policy.noise({})[OBJECTIVE]
     scored = []
     for candidate in candidates:
-        nz = noise.get(candidate.testbed_id, {}).get(OBJECTIVE, prior)
+        nz = noise.get(candidate.testbed_id, prior)
         try:
             key = policy.aggregate_key(candidate.metrics, candidate.measurements, {OBJECTIVE: nz})
         except (NictuneError, ValueError):
@@ -65,11 +65,23 @@ def rank(policy: RacingPolicy, candidates: list[hq.ConfigAggregate],
     return [(nz, candidate) for _, nz, candidate in scored]
 
 
-def noise_by_fingerprint(policy: RacingPolicy, samples: Mapping[int, Mapping[int, list[dict[str, Any]]]]
-                         ) -> dict[int, dict[str, Noise]]:
-    """The pooled noise of each testbed fingerprint (id) from its repeated configurations."""
-    return {testbed_id: policy.noise({str(c): xs for c, xs in by_config.items()})
-            for testbed_id, by_config in samples.items()}
+def noise_by_fingerprint(policy: RacingPolicy, candidates: list[hq.ConfigAggregate]) -> dict[int, Noise]:
+    """The pooled relative noise of the objective on each testbed fingerprint (id), from the
+    variance of its configurations measured more than once (the prior alone for an
+    objective that is not one of the main metrics' columns, e.g. CPU per Gbit/s)."""
+    objective = policy.goal.objective
+    column = objective.metric if objective.per is None and objective.metric in MAIN_METRICS else None
+    weighted: dict[int, float] = {}
+    dofs: dict[int, int] = {}
+    for c in candidates:
+        mean, square = c.metrics.get(column or ""), c.squares.get(column or "")
+        if c.measurements < 2 or mean is None or square is None or not 0 < mean * mean < math.inf:
+            continue
+        n = c.measurements
+        var = max(0.0, square - mean * mean) * n / (n - 1)
+        weighted[c.testbed_id] = weighted.get(c.testbed_id, 0.0) + var / (mean * mean) * (n - 1)
+        dofs[c.testbed_id] = dofs.get(c.testbed_id, 0) + n - 1
+    return {testbed_id: policy.pooled_noise(weighted[testbed_id], dofs[testbed_id]) for testbed_id in weighted}
 
 
 def _check_workload(workload: str) -> None:
@@ -112,7 +124,7 @@ def history_best(
                           lambda: hq.configuration_means(s, testbed, workload, extra))
         policy = RacingPolicy(goal)
         noise = cache.get(("noise", testbed, workload, objective, tuple(map(str, goal.constraints))), version,
-                          lambda: noise_by_fingerprint(policy, hq.repeated_samples(s, testbed, workload)))
+                          lambda: noise_by_fingerprint(policy, means))
         ranked = cache.get(("ranked", testbed, workload, objective, tuple(map(str, goal.constraints))), version,
                            lambda: rank(policy, means, noise))
         chosen = ranked[:top]
