@@ -25,8 +25,9 @@ class SignalGuard:
 
     While *armed* the first signal raises :class:`TrialInterrupted`; afterwards (or once
     :meth:`defer` was called, i.e. during the restore) signals are only recorded.
-    :meth:`redeliver`, called after the handlers are back, sends the recorded signal again
-    so the caller's own handling (KeyboardInterrupt, termination) happens after the
+    :meth:`redeliver`, called after the handlers are back, hands the recorded signal to the
+    previous handler (calls it, or raises the signal when it was the default action) so
+    the caller's own handling (KeyboardInterrupt, termination) happens after the
     hosts are clean. Outside the main thread handlers cannot be installed and the guard
     does nothing.
     """
@@ -68,7 +69,15 @@ class SignalGuard:
         Returns:
             whether a signal was pending and not ignored by the previous handler.
         """
-        if self.pending is None or self._old.get(self.pending) is signal.SIG_IGN:
+        old = self._old.get(self.pending) if self.pending is not None else None
+        if self.pending is None or old is signal.SIG_IGN:
             return False
-        signal.raise_signal(self.pending)
+        if callable(old):
+            # The previous Python handler, called here and now (KeyboardInterrupt for the
+            # default SIGINT one): a handler run by raise_signal() would run at some later
+            # bytecode, possibly inside a finaliser that swallows its exception, and the
+            # trial's own error would end the process instead of the signal.
+            old(self.pending, None)
+        else:
+            signal.raise_signal(self.pending)  # SIG_DFL: the process ends here
         return True
