@@ -51,6 +51,8 @@ class SignalGuard:
     def __enter__(self) -> SignalGuard:
         if threading.current_thread() is threading.main_thread():
             for sig in SIGNALS:
+                if signal.getsignal(sig) is signal.SIG_IGN:
+                    continue  # ignored by this process (e.g. SIGINT of a background job): stays so
                 self._old[sig] = signal.signal(sig, self._handle)
         return self
 

@@ -6,6 +6,7 @@ Usage: python -m tests.measure.trial_child PAIR PORT DURATION
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from nictune.measure._base import Workload
@@ -14,6 +15,9 @@ from tests.measure.support import CRASH_SETTINGS
 
 
 def main() -> None:
+    # Python's own SIGINT handling, whatever the test run inherited (a background job's
+    # SIGINT is ignored, and an ignored signal does not interrupt a trial).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     name, port, duration = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     testbed = VethTestbed(name, port=port)
     testbed.measure(CRASH_SETTINGS, Workload("tcp", "tcp", duration_s=duration, omit_s=0), 1, 0)
