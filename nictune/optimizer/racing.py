@@ -261,8 +261,11 @@ class RacingPolicy:
         """The t interval of a mean of ``n`` samples under the pooled relative ``noise``."""
         if not math.isfinite(mean) or n < 1:
             return Interval(mean, mean, mean, max(n, 0), self.confidence)
-        half = t_quantile(self.confidence, noise.dof) * noise.cv * abs(mean) / math.sqrt(n)
+        half = self._half_width(mean, n, noise)
         return Interval(mean, mean - half, mean + half, n, self.confidence)
+
+    def _half_width(self, mean: float, n: int, noise: Noise) -> float:
+        return t_quantile(self.confidence, noise.dof) * noise.cv * abs(mean) / math.sqrt(n)
 
     def objective_interval(self, samples: Samples, noise: Mapping[str, Noise]) -> Interval:
         """The interval of the (oriented, bigger is better) objective of one configuration."""
@@ -424,7 +427,7 @@ class RacingPolicy:
         v, nz = score.value, noise[OBJECTIVE]
         if not math.isfinite(v) or n < 1:
             return (1, v, v)
-        return (1, v - t_quantile(self.confidence, nz.dof) * nz.cv * abs(v) / math.sqrt(n), v)
+        return (1, v - self._half_width(v, n, nz), v)
 
     def shown(self, iv: Interval) -> Interval:
         """An interval of the oriented objective (bigger is better) in the objective's own sign."""
