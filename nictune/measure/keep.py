@@ -5,6 +5,11 @@ changes, so that ``nictune restore --testbed T`` can put the previous values bac
 from another process or after a reboot of nictune. Trial journals (in ``<state dir>/journal``)
 are replayed automatically when a worker starts; a kept configuration is not: it stays until
 the user restores it.
+
+Applying and restoring hold the testbed's trial lock (and the lock of every machine whose
+machine-wide settings they change, :mod:`nictune.measure.locks`), so they wait for a trial
+running on the testbed instead of snapshotting its values, and a trial waits for them; what
+a dead trial left on the testbed is restored before anything is kept.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from typing import Any
 
 from nictune.errors import InvalidInputError, MeasurementError, NictuneError, RestoreError
 from nictune.measure.appliers import applier_for, validate_settings
+from nictune.measure.hosts import host_from_spec
 from nictune.measure.iperf3 import Endpoints
 from nictune.measure.journal import Journal, ReplayReport, replay_journal, state_dir
-from nictune.measure.transaction import Trial, check_reachable, plan
+from nictune.measure.locks import testbed_locks, trial_locks
+from nictune.measure.transaction import Step, Trial, check_reachable, plan
 from nictune.search_spaces._base import Family, Setting
 
 
@@ -35,13 +42,21 @@ def keep_settings(ends: Endpoints, settings: list[Setting], testbed: str) -> lis
         InvalidInputError: a setting is not valid, or a configuration is already kept there.
         MeasurementError: applying failed; what was applied has been restored.
     """
+    checked = validate_settings(settings)
+    steps = plan(checked, ends)
+    writes = [(step.host, step.settings) for step in steps]
+    trials = Journal(testbed)
+    with trial_locks(trials.lock_path, testbed, writes):
+        Trial(ends, trials).restore_leftover()
+        return _keep(ends, steps, checked, testbed)
+
+
+def _keep(ends: Endpoints, steps: list[Step], checked: list[Setting], testbed: str) -> list[str]:
     journal = Journal(testbed, applied_dir())
     if journal.exists():
         raise InvalidInputError(
             f"a configuration is already applied on {testbed}; undo it first with "
             f"nictune restore --testbed {testbed}", field="testbed")
-    checked = validate_settings(settings)
-    steps = plan(checked, ends)
     trial = Trial(ends, journal)
     entries: list[dict[str, Any]] = []
     trial._snapshot(steps, entries)
@@ -67,5 +82,17 @@ def keep_settings(ends: Endpoints, settings: list[Setting], testbed: str) -> lis
 
 def restore_kept(testbed: str) -> ReplayReport | None:
     """Put back what :func:`keep_settings` replaced on ``testbed``; ``None`` if nothing is kept."""
-    reports = replay_journal(applied_dir(), testbed=testbed, force=True)
+    kept = Journal(testbed, applied_dir())
+    try:
+        record = kept.read() or {}
+    except InvalidInputError:
+        record = {}  # replay_journal reports it
+    machines = set()
+    for spec in record.get("hosts", {}).values():
+        try:
+            machines.add(host_from_spec(spec).machine)
+        except (NictuneError, KeyError, TypeError, ValueError):
+            continue  # replay_journal reports the entries it cannot restore
+    with testbed_locks(Journal(testbed).lock_path, testbed, machines):
+        reports = replay_journal(applied_dir(), testbed=testbed, force=True)
     return reports[0] if reports else None

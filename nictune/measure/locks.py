@@ -25,7 +25,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
 from nictune.measure.hosts import Host, NetnsHost, is_global_sysctl
@@ -77,13 +77,19 @@ def exclusive(path: Path, what: str) -> Iterator[None]:
 
 
 @contextmanager
-def trial_locks(testbed_lock: Path, testbed: str, writes: Iterable[tuple[Host, Iterable[Setting]]],
-                directory: Path | None = None) -> Iterator[None]:
-    """The testbed lock at ``testbed_lock``, then the lock of every machine whose machine-wide
-    settings ``writes`` (host, settings) change, in name order."""
-    machines = sorted({host.machine for host, settings in writes if changes_machine(host, settings)})
+def testbed_locks(testbed_lock: Path, testbed: str, machines: Iterable[str],
+                  directory: Path | None = None) -> Iterator[None]:
+    """The testbed lock at ``testbed_lock``, then the lock of each of ``machines``, in name order."""
     with ExitStack() as stack:
         stack.enter_context(exclusive(testbed_lock, testbed))
-        for machine in machines:
+        for machine in sorted(set(machines)):
             stack.enter_context(exclusive(machine_lock_path(machine, directory), f"machine {machine}"))
         yield
+
+
+def trial_locks(testbed_lock: Path, testbed: str, writes: Iterable[tuple[Host, Iterable[Setting]]],
+                directory: Path | None = None) -> AbstractContextManager[None]:
+    """The testbed lock at ``testbed_lock``, then the lock of every machine whose machine-wide
+    settings ``writes`` (host, settings) change, in name order."""
+    machines = {host.machine for host, settings in writes if changes_machine(host, settings)}
+    return testbed_locks(testbed_lock, testbed, machines, directory)

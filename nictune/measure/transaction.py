@@ -141,10 +141,10 @@ class Trial:
         steps = plan(checked, self.ends)
         writes = [(step.host, step.settings) for step in steps]
         with trial_locks(self.journal.lock_path, self.journal.testbed, writes):
-            self._restore_leftover()
+            self.restore_leftover()
             return self._run(steps, checked, workload, repeats, seed)
 
-    def _restore_leftover(self) -> None:
+    def restore_leftover(self) -> None:
         """Put back what a trial that died on this testbed left (its journal), before anything
         else: holding the testbed lock, no other trial can be running there.
 

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from nictune.measure.hosts import LocalHost
+from nictune.measure.journal import Journal
+from nictune.measure.locks import exclusive
 from nictune.measure.veth import VethPair
 from tests.measure.support import unique_name, wait_no_processes
 
@@ -52,6 +55,23 @@ def values(p: VethPair) -> dict[str, str]:
         "rmem_max": LocalHost().read_file(RMEM_MAX).strip(),
         "tcp_rmem": " ".join(rx.read_file(TCP_RMEM).split()),
     }
+
+
+def wait_for_stderr(proc: subprocess.Popen[str], text: str, timeout: float = 60.0) -> None:
+    """Read ``proc``'s stderr until a line holds ``text`` (the rest stays for communicate)."""
+    lines: list[str] = []
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if text in line:
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout)
+    assert any(text in line for line in lines), f"no {text!r} on stderr within {timeout} s: {lines}"
 
 
 def wait_for_iperf3(proc: subprocess.Popen[str]) -> None:
@@ -157,7 +177,7 @@ def test_short_optimize_on_veth_completes_and_finds_a_better_configuration(env: 
 
 
 def test_apply_keeps_a_configuration_and_restore_brings_the_old_values_back(
-    pair: VethPair, env: dict[str, str]
+    pair: VethPair, env: dict[str, str], state_dir: Path
 ) -> None:
     before = values(pair)
     run = subprocess.run(
@@ -167,15 +187,32 @@ def test_apply_keeps_a_configuration_and_restore_brings_the_old_values_back(
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     best = out["best"]["config"]
-    applied = subprocess.run([sys.executable, "-m", "nictune", "apply", str(out["job_id"]), "--testbed",
-                              f"veth:{pair.name}"], env=env, capture_output=True, text=True, timeout=120)
-    assert applied.returncode == 0, applied.stderr
-    kept = values(pair)
-    assert kept["mtu"] == str(best["mtu"]) and kept["rmem_max"] == str(best["rmem_max"])
-    again = subprocess.run([sys.executable, "-m", "nictune", "apply", str(out["job_id"]), "--testbed",
-                            f"veth:{pair.name}"], env=env, capture_output=True, text=True, timeout=120)
-    assert again.returncode == 2 and "already applied" in again.stderr
-    back = subprocess.run([sys.executable, "-m", "nictune", "restore", "--testbed", f"veth:{pair.name}"],
-                          env=env, capture_output=True, text=True, timeout=120)
-    assert back.returncode == 0, back.stderr
-    assert values(pair) == before
+    # A trial running on the testbed holds its lock: apply and restore wait for it instead
+    # of snapshotting (or overwriting) the trial's values.
+    testbed = f"veth:{pair.name}"
+    waiting = f"waiting for another nictune trial on {testbed}"
+    try:
+        with exclusive(Journal(testbed, state_dir).lock_path, "a trial in the test"):
+            applying = nictune("apply", str(out["job_id"]), "--testbed", testbed, env=env)
+            wait_for_stderr(applying, waiting)
+            time.sleep(0.5)
+            assert applying.poll() is None and values(pair) == before, "apply did not wait for the trial"
+        _, err = applying.communicate(timeout=120)
+        assert applying.returncode == 0, err
+        kept = values(pair)
+        assert kept["mtu"] == str(best["mtu"]) and kept["rmem_max"] == str(best["rmem_max"])
+        again = subprocess.run([sys.executable, "-m", "nictune", "apply", str(out["job_id"]), "--testbed",
+                                testbed], env=env, capture_output=True, text=True, timeout=120)
+        assert again.returncode == 2 and "already applied" in again.stderr
+        with exclusive(Journal(testbed, state_dir).lock_path, "a trial in the test"):
+            restoring = nictune("restore", "--testbed", testbed, env=env)
+            wait_for_stderr(restoring, waiting)
+            time.sleep(0.5)
+            assert restoring.poll() is None and values(pair) == kept, "restore did not wait for the trial"
+        _, err = restoring.communicate(timeout=120)
+        assert restoring.returncode == 0, err
+        assert values(pair) == before
+    finally:  # whatever failed above, the kept configuration does not outlive the test
+        if (state_dir.parent / "applied" / Journal(testbed).path.name).exists():
+            subprocess.run([sys.executable, "-m", "nictune", "restore", "--testbed", testbed], env=env,
+                           capture_output=True, timeout=120)
