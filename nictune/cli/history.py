@@ -17,7 +17,7 @@ from nictune.cli.results import print_best, print_front, print_noise
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
 from nictune.optimizer import OBJECTIVES, Goal, get_objective
-from nictune.optimizer.racing import OBJECTIVE, RacingPolicy
+from nictune.optimizer.racing import RacingPolicy
 
 app = typer.Typer(
     help="Query past experiments: jobs, their trials, best configurations, one configuration.",
@@ -166,34 +166,31 @@ def best(
 
 
 def best_configurations(dbe: Any, testbed: str, workload: str, goal: Goal, top: int) -> list[dict[str, Any]]:
-    """Rank every configuration measured on ``testbed`` under ``workload`` by the mean over all
-    its repeats and its interval, as ``GET /v1/history/best`` does
-    (:meth:`RacingPolicy.aggregate_key`)."""
-    by_hash: dict[str, dict[str, Any]] = {}
-    with db.session_scope(dbe) as s:
-        for t in db.context_trials(s, testbed, workload, measured_only=True):
-            entry = by_hash.setdefault(t.configuration.hash, {
-                "config_hash": t.configuration.hash, "config": json.loads(t.configuration.canonical),
-                "samples": [], "jobs": set()})
-            entry["samples"].extend(m.metrics for m in t.measurements)
-            entry["jobs"].add(t.job_id)
+    """The ``top`` configurations measured on ``testbed`` under ``workload``, ranked as
+    ``GET /v1/history/best`` ranks them (:mod:`nictune.db.best`): by the mean over all their
+    measurements and its interval, per testbed fingerprint."""
+    from nictune.db.best import configuration_means, configurations, jobs_of, noise_by_fingerprint, rank
+
+    extra = sorted({c.metric for c in goal.constraints})
     policy = RacingPolicy(goal)
-    noise = policy.noise({h: e["samples"] for h, e in by_hash.items()})
-    ranked = []
-    for entry in by_hash.values():
-        if not entry["samples"]:
-            continue
-        mean = Goal.mean_metrics(entry["samples"])
-        n = len(entry["samples"])
-        score = goal.score(mean)
-        iv = policy.shown(policy.mean_interval(score.value, n, noise[OBJECTIVE]))
-        ranked.append((policy.aggregate_key(mean, n, noise), {
-            "config_hash": entry["config_hash"], "config": entry["config"], "metrics": mean,
-            "value": goal.objective.value(mean), "interval": {**iv.as_dict(), "noise_cv": noise[OBJECTIVE].cv},
-            "feasible": score.feasible, "measurements": n, "jobs": sorted(entry["jobs"]),
-        }))
-    ranked.sort(key=lambda pair: pair[0], reverse=True)
-    return [row for _, row in ranked[:top]]
+    with db.session_scope(dbe) as s:
+        means = configuration_means(s, testbed, workload, extra)
+        chosen = rank(policy, means, noise_by_fingerprint(policy, means))[:top]
+        pairs = [(c.testbed_id, c.configuration_id) for _, c in chosen]
+        configs = configurations(s, [c for _, c in pairs])
+        jobs = jobs_of(s, pairs)
+        rows = []
+        for nz, cand in chosen:
+            score = goal.score(cand.metrics)
+            iv = policy.shown(policy.mean_interval(score.value, cand.measurements, nz))
+            config = configs[cand.configuration_id]
+            rows.append({
+                "config_hash": config.hash, "config": json.loads(config.canonical), "metrics": cand.metrics,
+                "value": goal.objective.value(cand.metrics), "interval": {**iv.as_dict(), "noise_cv": nz.cv},
+                "feasible": score.feasible, "measurements": cand.measurements,
+                "jobs": jobs.get((cand.testbed_id, cand.configuration_id), []),
+            })
+    return rows
 
 
 @app.command("config")

@@ -7,6 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+
+from nictune.cli.history import best_configurations
+from nictune.optimizer import Goal
 
 from .support import submit, wait_for
 
@@ -64,6 +68,24 @@ def test_best_honours_objective_and_constraints(api: TestClient) -> None:
 
     empty = api.get("/v1/history/best", params={"testbed": "sim:cai-100g"}).json()
     assert empty["items"] == []
+
+
+def test_the_cli_ranks_the_best_as_the_api_does(api: TestClient, engine: Engine) -> None:
+    """`nictune history best` on a local database and GET /v1/history/best are one ranking:
+    the same configurations in the same order with the same intervals, for a maximised, a
+    minimised (cpu, whose noise is the prior) and a constrained objective."""
+    run_two_jobs(api)
+    cases = [("throughput", []), ("cpu", []), ("throughput", ["loss<=0.01"])]
+    for objective, constraints in cases:
+        items = api.get("/v1/history/best", params=[("testbed", "sim:benson-40g"), ("objective", objective),
+                                                    ("top", 100), *[("constraint", c) for c in constraints]]
+                        ).json()["items"]
+        rows = best_configurations(engine, "sim:benson-40g", "tcp", Goal.from_names([objective], constraints), 100)
+        assert [r["config_hash"] for r in rows] == [i["config_hash"] for i in items], (objective, constraints)
+        for row, item in zip(rows, items, strict=True):
+            assert row["measurements"] == item["measurements"] and row["jobs"] == item["jobs"]
+            for end in ("mean", "low", "high"):
+                assert row["interval"][end] == pytest.approx(item["interval"][end], rel=1e-9)
 
 
 def test_history_trials_filter_by_knob_and_time(api: TestClient) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -23,11 +21,12 @@ from nictune.api.schemas.trials import SortKey, TrialPage
 from nictune.api.settings import ApiSettings
 from nictune.api.submission import submittable_testbeds
 from nictune.api.views import clean_metrics, clean_score, config_dict, finite, sim_note, trial_view
-from nictune.db import MAIN_METRICS, session_scope
-from nictune.errors import NictuneError, UnknownNameError
+from nictune.db import session_scope
+from nictune.db.best import configuration_means, configurations, jobs_of, noise_by_fingerprint, rank
+from nictune.errors import UnknownNameError
 from nictune.measure.workloads import WORKLOADS
 from nictune.optimizer import OBJECTIVES, Goal, MetricConstraint
-from nictune.optimizer.racing import OBJECTIVE, Noise, RacingPolicy
+from nictune.optimizer.racing import RacingPolicy
 
 router = APIRouter(prefix="/v1/history", tags=["history"])
 
@@ -44,44 +43,6 @@ def _check_testbed(dbe: DbEngine, settings: ApiSettings, testbed: str) -> None:
     known = sorted({*submittable_testbeds(settings), *stored})
     if testbed not in known:
         raise UnknownNameError("testbed", testbed, known)
-
-
-def rank(policy: RacingPolicy, candidates: list[hq.ConfigAggregate],
-         noise: Mapping[int, Noise]) -> list[tuple[Noise, hq.ConfigAggregate]]:
-    """Candidates best first (:meth:`RacingPolicy.aggregate_key`: feasible on their means
-    first, by the objective's lower confidence bound), each with its fingerprint's noise;
-    those missing a metric the goal needs are left out."""
-    prior = policy.noise({})[OBJECTIVE]
-    scored = []
-    for candidate in candidates:
-        nz = noise.get(candidate.testbed_id, prior)
-        try:
-            key = policy.aggregate_key(candidate.metrics, candidate.measurements, {OBJECTIVE: nz})
-        except (NictuneError, ValueError):
-            continue
-        if not any(math.isnan(k) for k in key):
-            scored.append((key, nz, candidate))
-    scored.sort(key=lambda t: t[0], reverse=True)
-    return [(nz, candidate) for _, nz, candidate in scored]
-
-
-def noise_by_fingerprint(policy: RacingPolicy, candidates: list[hq.ConfigAggregate]) -> dict[int, Noise]:
-    """The pooled relative noise of the objective on each testbed fingerprint (id), from the
-    variance of its configurations measured more than once (the prior alone for an
-    objective that is not one of the main metrics' columns, e.g. CPU per Gbit/s)."""
-    objective = policy.goal.objective
-    column = objective.metric if objective.per is None and objective.metric in MAIN_METRICS else None
-    weighted: dict[int, float] = {}
-    dofs: dict[int, int] = {}
-    for c in candidates:
-        mean, square = c.metrics.get(column or ""), c.squares.get(column or "")
-        if c.measurements < 2 or mean is None or square is None or not 0 < mean * mean < math.inf:
-            continue
-        n = c.measurements
-        var = max(0.0, square - mean * mean) * n / (n - 1)
-        weighted[c.testbed_id] = weighted.get(c.testbed_id, 0.0) + var / (mean * mean) * (n - 1)
-        dofs[c.testbed_id] = dofs.get(c.testbed_id, 0) + n - 1
-    return {testbed_id: policy.pooled_noise(weighted[testbed_id], dofs[testbed_id]) for testbed_id in weighted}
 
 
 def _check_workload(workload: str) -> None:
@@ -121,7 +82,7 @@ def history_best(
     with session_scope(dbe) as s:
         version = data_version(s)
         means = cache.get(("means", testbed, workload, tuple(extra)), version,
-                          lambda: hq.configuration_means(s, testbed, workload, extra))
+                          lambda: configuration_means(s, testbed, workload, extra))
         policy = RacingPolicy(goal)
         noise = cache.get(("noise", testbed, workload, objective, tuple(map(str, goal.constraints))), version,
                           lambda: noise_by_fingerprint(policy, means))
@@ -129,9 +90,9 @@ def history_best(
                            lambda: rank(policy, means, noise))
         chosen = ranked[:top]
         pairs = [(c.testbed_id, c.configuration_id) for _, c in chosen]
-        configs = hq.configurations(s, [c for _, c in pairs])
+        configs = configurations(s, [c for _, c in pairs])
         beds = hq.testbeds(s, [t for t, _ in pairs])
-        jobs = hq.jobs_of(s, pairs)
+        jobs = jobs_of(s, pairs)
         simulated = any(b.kind == "sim" for b in beds.values()) or testbed.startswith("sim:")
         items = []
         for position, (nz, cand) in enumerate(chosen, start=1):

@@ -1,0 +1,134 @@
+"""The history's best configurations across jobs, shared by ``GET /v1/history/best`` and the
+CLI's ``nictune history best``: each configuration's mean metrics per testbed fingerprint
+(one SQL scan), the noise pooled per fingerprint, and the ranking a job uses for its
+recommendation (:meth:`RacingPolicy.aggregate_key`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import case, distinct, func, null, select
+from sqlalchemy.orm import Session
+
+from nictune.db.models import MAIN_METRICS, Configuration, Job, Measurement, Testbed, Trial, Workload
+from nictune.errors import NictuneError
+from nictune.optimizer.racing import OBJECTIVE, Noise, RacingPolicy
+
+
+@dataclass
+class ConfigAggregate:
+    """Every measurement of one configuration on one testbed fingerprint, averaged."""
+
+    testbed_id: int
+    configuration_id: int
+    measurements: int
+    trials: int
+    last_measured_at: datetime | None
+    metrics: dict[str, float]
+    #: Mean of the squares of each main metric (its variance, with the mean): the noise.
+    squares: dict[str, float] = field(default_factory=dict)
+
+
+def _square(column: Any) -> Any:
+    """``column * column`` that neither underflows nor overflows (PostgreSQL raises on both):
+    0 below 1e-100, NULL (left out of the mean) above 1e100."""
+    magnitude = func.abs(column)
+    return case((magnitude < 1e-100, 0.0), (magnitude > 1e100, null()), else_=column * column)
+
+
+def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: Sequence[str] = ()
+                        ) -> list[ConfigAggregate]:
+    """Mean metrics of every configuration measured on ``testbed`` under ``workload``.
+
+    Measurements under different fingerprints of the same testbed name (another kernel,
+    another noise level) are kept apart: their figures are not comparable. The main
+    metrics are averaged from their columns, ``extra_metrics`` from the JSON.
+    """
+    names = [*MAIN_METRICS, *(m for m in extra_metrics if m not in MAIN_METRICS)]
+    averages = [func.avg(getattr(Measurement, m)) if m in MAIN_METRICS
+                else func.avg(Measurement.metrics[m].as_float()) for m in names]
+    squares = [func.avg(_square(getattr(Measurement, m))) for m in MAIN_METRICS]
+    stmt = (
+        select(Measurement.testbed_id, Measurement.configuration_id, func.count(Measurement.id),
+               func.count(distinct(Measurement.trial_id)), func.max(Measurement.finished_at), *averages,
+               *squares)
+        .join(Trial, Measurement.trial_id == Trial.id)
+        .where(Measurement.testbed_id.in_(select(Testbed.id).where(Testbed.name == testbed)),
+               Measurement.workload_id.in_(select(Workload.id).where(Workload.name == workload)),
+               Trial.state == "completed", Trial.source == "measured")
+        .group_by(Measurement.testbed_id, Measurement.configuration_id)
+    )
+    out = []
+    for testbed_id, config_id, n, trials, last, *rest in s.execute(stmt):
+        means, sq = rest[:len(names)], rest[len(names):]
+        metrics = {name: float(v) for name, v in zip(names, means, strict=True) if v is not None}
+        mean_squares = {name: float(v) for name, v in zip(MAIN_METRICS, sq, strict=True) if v is not None}
+        out.append(ConfigAggregate(testbed_id, config_id, int(n), int(trials), last, metrics, mean_squares))
+    return out
+
+
+def jobs_of(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], list[int]]:
+    """Jobs that measured each (testbed id, configuration id) pair, ascending."""
+    wanted = list(pairs)
+    found: dict[tuple[int, int], set[int]] = {pair: set() for pair in wanted}
+    if not wanted:
+        return {}
+    stmt = (select(Job.testbed_id, Trial.configuration_id, Trial.job_id)
+            .join(Job, Trial.job_id == Job.id)
+            .where(Trial.configuration_id.in_({c for _, c in wanted}), Trial.state == "completed",
+                   Trial.source == "measured")
+            .distinct())
+    for testbed_id, config_id, job_id in s.execute(stmt):
+        if (testbed_id, config_id) in found:
+            found[(testbed_id, config_id)].add(job_id)
+    return {pair: sorted(jobs) for pair, jobs in found.items()}
+
+
+def configurations(s: Session, ids: Iterable[int]) -> dict[int, Configuration]:
+    """Configuration rows by id."""
+    wanted = list(set(ids))
+    if not wanted:
+        return {}
+    return {c.id: c for c in s.scalars(select(Configuration).where(Configuration.id.in_(wanted)))}
+
+
+def rank(policy: RacingPolicy, candidates: list[ConfigAggregate],
+         noise: Mapping[int, Noise]) -> list[tuple[Noise, ConfigAggregate]]:
+    """Candidates best first (:meth:`RacingPolicy.aggregate_key`: feasible on their means
+    first, by the objective's lower confidence bound), each with its fingerprint's noise;
+    those missing a metric the goal needs are left out."""
+    prior = policy.noise({})[OBJECTIVE]
+    scored = []
+    for candidate in candidates:
+        nz = noise.get(candidate.testbed_id, prior)
+        try:
+            key = policy.aggregate_key(candidate.metrics, candidate.measurements, {OBJECTIVE: nz})
+        except (NictuneError, ValueError):
+            continue
+        if not any(math.isnan(k) for k in key):
+            scored.append((key, nz, candidate))
+    scored.sort(key=lambda t: t[0], reverse=True)
+    return [(nz, candidate) for _, nz, candidate in scored]
+
+
+def noise_by_fingerprint(policy: RacingPolicy, candidates: list[ConfigAggregate]) -> dict[int, Noise]:
+    """The pooled relative noise of the objective on each testbed fingerprint (id), from the
+    variance of its configurations measured more than once (the prior alone for an
+    objective that is not one of the main metrics' columns, e.g. CPU per Gbit/s)."""
+    objective = policy.goal.objective
+    column = objective.metric if objective.per is None and objective.metric in MAIN_METRICS else None
+    weighted: dict[int, float] = {}
+    dofs: dict[int, int] = {}
+    for c in candidates:
+        mean, square = c.metrics.get(column or ""), c.squares.get(column or "")
+        if c.measurements < 2 or mean is None or square is None or not 0 < mean * mean < math.inf:
+            continue
+        n = c.measurements
+        var = max(0.0, square - mean * mean) * n / (n - 1)
+        weighted[c.testbed_id] = weighted.get(c.testbed_id, 0.0) + var / (mean * mean) * (n - 1)
+        dofs[c.testbed_id] = dofs.get(c.testbed_id, 0) + n - 1
+    return {testbed_id: policy.pooled_noise(weighted[testbed_id], dofs[testbed_id]) for testbed_id in weighted}
