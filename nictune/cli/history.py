@@ -162,7 +162,8 @@ def best(
     if json_out:
         print_json(rows)
         return
-    print_best(rows, f"best {goal.objective.label} on {testbed}, workload {workload}", objective)
+    print_best(rows, f"best {goal.objective.label} on {testbed}, workload {workload}", objective,
+               simulated=testbed.startswith("sim:"))
 
 
 def best_configurations(dbe: Any, testbed: str, workload: str, goal: Goal, top: int) -> list[dict[str, Any]]:

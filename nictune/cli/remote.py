@@ -123,4 +123,4 @@ def history_best_remote(server: str, token: str | None, testbed: str, workload: 
         print_json(items)
         return
     print_best(items, f"best {get_objective(objective).label} on {testbed}, workload {workload} (from {server})",
-               objective)
+               objective, simulated=bool(rows.get("simulated")) if isinstance(rows, dict) else False)

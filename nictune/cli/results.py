@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
-from nictune.cli._common import console, fmt
+from nictune.cli._common import SIM_NOTE, console, fmt
 from nictune.optimizer import get_objective
 
 
@@ -41,8 +41,9 @@ def print_noise(report: dict[str, Any]) -> None:
         console.print(f"testbed noise: {obj['cv']:.1%} coefficient of variation ({source}; stored with the job)")
 
 
-def print_best(rows: list[dict[str, Any]], title: str, objective: str) -> None:
-    """The table of ``nictune history best``, from local rows or the API's items."""
+def print_best(rows: list[dict[str, Any]], title: str, objective: str, simulated: bool = False) -> None:
+    """The table of ``nictune history best``, from local rows or the API's items (``simulated``:
+    the testbed is the model, and the table says so)."""
     obj = get_objective(objective)
     table = Table(title=title)
     for col in ("rank", f"{obj.label} (90% CI)", "feasible", "measurements", "jobs", "config hash",
@@ -62,3 +63,5 @@ def print_best(rows: list[dict[str, Any]], title: str, objective: str) -> None:
                       "confirmed by repeats)")
     else:
         console.print("nothing measured there yet")
+    if simulated and rows:
+        console.print(SIM_NOTE)

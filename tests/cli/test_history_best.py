@@ -38,3 +38,4 @@ def test_history_best_ranks_the_job_recommendation_first_with_its_interval(tmp_p
     assert table.returncode == 0, table.stderr
     assert "(90% CI)" in table.stdout and "±" in table.stdout and rec["hash"][:12] in table.stdout
     assert "conservative end" in table.stdout
+    assert "simulated testbed: figures come from a model" in table.stdout
