@@ -83,11 +83,13 @@ def _keep(ends: Endpoints, steps: list[Step], checked: list[Setting], testbed: s
 def restore_kept(testbed: str) -> ReplayReport | None:
     """Put back what :func:`keep_settings` replaced on ``testbed``; ``None`` if nothing is kept."""
     kept = Journal(testbed, applied_dir())
+    if not kept.exists():
+        return None  # nothing kept: no need to wait for a trial running there
     try:
         record = kept.read() or {}
     except InvalidInputError:
         record = {}  # replay_journal reports it
-    machines = set()
+    machines: set[str] = set()
     for spec in record.get("hosts", {}).values():
         try:
             machines.add(host_from_spec(spec).machine)

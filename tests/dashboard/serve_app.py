@@ -1,9 +1,6 @@
-"""Test-only launcher: nictune's app from ``create_app`` plus the dashboard routers, under uvicorn.
-
-``nictune serve`` does not include the dashboard until ``create_app`` does; the browser test
-runs this module in a subprocess instead (``python -m tests.dashboard.serve_app``), with the
-same settings class, so everything else is the real service.
-"""
+"""Test-only launcher: nictune's app from ``create_app`` (dashboard and export routes
+included) under uvicorn, with a per-trial delay so the browser test can watch a job run
+(``python -m tests.dashboard.serve_app``)."""
 
 from __future__ import annotations
 
@@ -14,15 +11,12 @@ from types import FrameType
 from fastapi import FastAPI
 
 from nictune.api import ApiSettings, create_app
-from nictune.api.dashboard import dashboard_router, export_router
 
 
 def build_app(settings: ApiSettings) -> FastAPI:
-    """The service with the export endpoints and the dashboard included."""
-    app = create_app(settings)
-    app.include_router(export_router())
-    app.include_router(dashboard_router())
-    return app
+    """The service as ``nictune serve`` builds it (``create_app`` includes the dashboard and
+    the export routes; including them again would register every route twice)."""
+    return create_app(settings)
 
 
 def main(argv: list[str] | None = None) -> None:

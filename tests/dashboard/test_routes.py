@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import warnings
 from typing import Any
 
 import pytest
@@ -105,6 +106,13 @@ def test_the_dashboard_stays_out_of_the_openapi_document(client: TestClient) -> 
     paths = client.get("/openapi.json").json()["paths"]
     assert "/" not in paths and not any(p.startswith("/static") for p in paths)
     assert "/v1/jobs/{job_id}/export" in paths and "/v1/jobs/{job_id}/default" in paths
+    # Every route once: a router included twice gives duplicate operation ids.
+    app = client.app
+    app.openapi_schema = None  # type: ignore[attr-defined]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        app.openapi()  # type: ignore[attr-defined]
+    assert not [str(w.message) for w in caught if "Duplicate Operation ID" in str(w.message)]
 
 
 def test_exports_match_what_nictune_export_writes(client: TestClient, tokens: Tokens, sqlite_url: str) -> None:
