@@ -120,11 +120,13 @@ def noise_by_fingerprint(policy: RacingPolicy, candidates: list[ConfigAggregate]
     variance of its configurations measured more than once (the prior alone for an
     objective that is not one of the main metrics' columns, e.g. CPU per Gbit/s)."""
     objective = policy.goal.objective
-    column = objective.metric if objective.per is None and objective.metric in MAIN_METRICS else None
+    if objective.per is not None or objective.metric not in MAIN_METRICS:
+        return {}
+    column = objective.metric
     weighted: dict[int, float] = {}
     dofs: dict[int, int] = {}
     for c in candidates:
-        mean, square = c.metrics.get(column or ""), c.squares.get(column or "")
+        mean, square = c.metrics.get(column), c.squares.get(column)
         if c.measurements < 2 or mean is None or square is None or not 0 < mean * mean < math.inf:
             continue
         n = c.measurements

@@ -6,10 +6,11 @@ from another process or after a reboot of nictune. Trial journals (in ``<state d
 are replayed automatically when a worker starts; a kept configuration is not: it stays until
 the user restores it.
 
-Applying and restoring hold the testbed's trial lock (and the lock of every machine whose
-machine-wide settings they change, :mod:`nictune.measure.locks`), so they wait for a trial
-running on the testbed instead of snapshotting its values, and a trial waits for them; what
-a dead trial left on the testbed is restored before anything is kept.
+Applying holds a trial's locks (:meth:`Trial.holding`: the testbed's, and the machines'
+whose machine-wide settings it changes) and restores what a dead trial left there first;
+restoring holds the testbed's lock and those of every machine the kept configuration was
+applied on. So both wait for a trial running on the testbed instead of snapshotting or
+overwriting its values, and a trial waits for them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from nictune.measure.appliers import applier_for, validate_settings
 from nictune.measure.hosts import host_from_spec
 from nictune.measure.iperf3 import Endpoints
 from nictune.measure.journal import Journal, ReplayReport, replay_journal, state_dir
-from nictune.measure.locks import testbed_locks, trial_locks
+from nictune.measure.locks import testbed_locks
 from nictune.measure.transaction import Step, Trial, check_reachable, plan
 from nictune.search_spaces._base import Family, Setting
 
@@ -44,10 +45,7 @@ def keep_settings(ends: Endpoints, settings: list[Setting], testbed: str) -> lis
     """
     checked = validate_settings(settings)
     steps = plan(checked, ends)
-    writes = [(step.host, step.settings) for step in steps]
-    trials = Journal(testbed)
-    with trial_locks(trials.lock_path, testbed, writes):
-        Trial(ends, trials).restore_leftover()
+    with Trial(ends, Journal(testbed)).holding(steps):
         return _keep(ends, steps, checked, testbed)
 
 

@@ -14,7 +14,8 @@ again once the hosts are restored). A failed apply or benchmark raises
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,10 +140,17 @@ class Trial:
         """
         checked = validate_settings(settings)
         steps = plan(checked, self.ends)
-        writes = [(step.host, step.settings) for step in steps]
-        with trial_locks(self.journal.lock_path, self.journal.testbed, writes):
-            self.restore_leftover()
+        with self.holding(steps):
             return self._run(steps, checked, workload, repeats, seed)
+
+    @contextmanager
+    def holding(self, steps: Sequence[Step]) -> Iterator[None]:
+        """The locks of a trial that writes ``steps`` (the testbed's, and the machines' whose
+        machine-wide settings it changes), with what a dead trial left there restored first."""
+        with trial_locks(self.journal.lock_path, self.journal.testbed,
+                         [(step.host, step.settings) for step in steps]):
+            self.restore_leftover()
+            yield
 
     def restore_leftover(self) -> None:
         """Put back what a trial that died on this testbed left (its journal), before anything
