@@ -20,7 +20,7 @@ from typing import Any
 
 from nictune.errors import InvalidInputError, MeasurementError, NictuneError, RestoreError
 from nictune.measure.appliers import applier_for, validate_settings
-from nictune.measure.hosts import host_from_spec
+from nictune.measure.hosts import Host, host_from_spec
 from nictune.measure.iperf3 import Endpoints
 from nictune.measure.journal import Journal, ReplayReport, replay_journal, state_dir
 from nictune.measure.locks import testbed_locks
@@ -87,12 +87,12 @@ def restore_kept(testbed: str) -> ReplayReport | None:
         record = kept.read() or {}
     except InvalidInputError:
         record = {}  # replay_journal reports it
-    machines: set[str] = set()
+    hosts: list[Host] = []
     for spec in record.get("hosts", {}).values():
         try:
-            machines.add(host_from_spec(spec).machine)
+            hosts.append(host_from_spec(spec))
         except (NictuneError, KeyError, TypeError, ValueError):
             continue  # replay_journal reports the entries it cannot restore
-    with testbed_locks(Journal(testbed).lock_path, testbed, machines):
+    with testbed_locks(Journal(testbed).lock_path, testbed, hosts):
         reports = replay_journal(applied_dir(), testbed=testbed, force=True)
     return reports[0] if reports else None

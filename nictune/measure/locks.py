@@ -12,9 +12,13 @@ process runs it (a CLI job, the service, a Celery worker), holds:
   anything on a host that is not a namespace. Two veth testbeds share the machine's
   ``net.core.rmem_max``; trials that change only per-namespace settings run side by side.
 
-Locks are ``flock(2)`` locks, taken in a fixed order (testbed, then machines by name) and
-released by the kernel when a process dies, so a killed run never leaves one held. A trial
-that has to wait says so in the log.
+Locks are ``flock(2)`` locks on this machine, taken in a fixed order (testbed, then
+machines by name) and released by the kernel when a process dies, so a killed run never
+leaves one held. A machine reached over SSH may have more than one controller driving it, so
+its trial also holds a lock on that machine itself (:meth:`SshHost.machine_lock`, taken
+after the local ones, in the order of the machines' ``/etc/machine-id``), which the remote
+side releases when the controller's ssh session ends. A trial that has to wait says so in
+the log.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
-from nictune.measure.hosts import Host, NetnsHost, is_global_sysctl
+from nictune.measure.hosts import Host, NetnsHost, SshHost, is_global_sysctl
 from nictune.search_spaces._base import Family, Setting
 
 log = logging.getLogger(__name__)
@@ -77,13 +81,21 @@ def exclusive(path: Path, what: str) -> Iterator[None]:
 
 
 @contextmanager
-def testbed_locks(testbed_lock: Path, testbed: str, machines: Iterable[str],
+def testbed_locks(testbed_lock: Path, testbed: str, hosts: Iterable[Host],
                   directory: Path | None = None) -> Iterator[None]:
-    """The testbed lock at ``testbed_lock``, then the lock of each of ``machines``, in name order."""
+    """The testbed lock at ``testbed_lock``, then the lock file of the machine of each of
+    ``hosts`` in name order, then the locks on the remote machines themselves."""
+    machines: dict[str, Host] = {}
+    for host in hosts:
+        machines.setdefault(host.machine, host)
     with ExitStack() as stack:
         stack.enter_context(exclusive(testbed_lock, testbed))
-        for machine in sorted(set(machines)):
+        for machine in sorted(machines):
             stack.enter_context(exclusive(machine_lock_path(machine, directory), f"machine {machine}"))
+        # Two controllers may name one machine differently: order by what the machine says.
+        remote = [h for h in machines.values() if isinstance(h, SshHost)]
+        for host in sorted(remote, key=lambda h: (h.machine_id(), h.machine)):
+            stack.enter_context(host.machine_lock())
         yield
 
 
@@ -91,5 +103,5 @@ def trial_locks(testbed_lock: Path, testbed: str, writes: Iterable[tuple[Host, I
                 directory: Path | None = None) -> AbstractContextManager[None]:
     """The testbed lock at ``testbed_lock``, then the lock of every machine whose machine-wide
     settings ``writes`` (host, settings) change, in name order."""
-    machines = {host.machine for host, settings in writes if changes_machine(host, settings)}
-    return testbed_locks(testbed_lock, testbed, machines, directory)
+    hosts = [host for host, settings in writes if changes_machine(host, settings)]
+    return testbed_locks(testbed_lock, testbed, hosts, directory)

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import select
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+import pytest
+
+from nictune.errors import HostCommandError
 from nictune.measure.hosts import LocalHost, NetnsHost, SshHost
 from nictune.measure.locks import changes_machine, machine_lock_path, trial_locks
 from nictune.search_spaces._base import Family, Setting
+from tests.measure.support import SshServer
 
 RMEM_MAX = Setting(Family.SYSCTL, "net.core.rmem_max", 16777216)  # one per machine
 TCP_RMEM = Setting(Family.SYSCTL, "net.ipv4.tcp_rmem", 16777216, index=2)  # one per namespace
@@ -57,3 +66,73 @@ def test_testbeds_of_one_machine_take_turns_only_for_machine_wide_settings(tmp_p
     assert not overlaps(tmp_path, [("nt-a", [MTU, RMEM_MAX]), ("nt-b", [RMEM_MAX]), ("nt-c", [GOVERNOR])])
     assert overlaps(tmp_path, [("nt-a", [MTU, TCP_RMEM]), ("nt-b", [MTU])])
     assert machine_lock_path(LocalHost().machine, tmp_path).exists()
+
+
+def test_controllers_driving_one_ssh_machine_take_turns(sshd_netns: SshServer, tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """Two controllers (their own lock files, their own testbeds) trialling on one SSH host:
+    the second waits on the lock held on that machine, and says so."""
+    events: list[str] = []
+    inside = threading.Event()
+
+    def controller(name: str, hold: float) -> None:
+        own = tmp_path / name
+        with trial_locks(own / "testbed.lock", f"ssh-{name}", [(sshd_netns.host(), [TCP_RMEM])], directory=own):
+            events.append(f"{name} in")
+            inside.set()
+            time.sleep(hold)
+            events.append(f"{name} out")
+
+    caplog.set_level(logging.WARNING, logger="nictune")
+    first = threading.Thread(target=controller, args=("a", 2.0))
+    first.start()
+    assert inside.wait(30)
+    second = threading.Thread(target=controller, args=("b", 0.0))
+    second.start()
+    first.join(30)
+    second.join(30)
+    assert events == ["a in", "a out", "b in", "b out"]
+    assert any("nictune's lock on that machine" in r.getMessage() and sshd_netns.host().machine in r.getMessage()
+               for r in caplog.records)
+
+
+def line_within(proc: subprocess.Popen[str], seconds: float) -> str | None:
+    """The next line ``proc`` prints within ``seconds``, or ``None``."""
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], seconds)
+    return proc.stdout.readline().strip() if ready else None
+
+
+def test_a_dead_controller_leaves_no_lock_on_the_machine(sshd_netns: SshServer) -> None:
+    child = (
+        "import json, sys, time\n"
+        "from nictune.measure.hosts import host_from_spec\n"
+        "with host_from_spec(json.loads(sys.argv[1])).machine_lock():\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(120)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", child, json.dumps(sshd_netns.host().spec())],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert line_within(proc, 30) == "held"
+        waiting = subprocess.Popen([sys.executable, "-c", child, json.dumps(sshd_netns.host().spec())],
+                                   stdout=subprocess.PIPE, text=True)
+        try:
+            assert line_within(waiting, 3.0) is None  # the lock is held on the machine
+            proc.kill()  # the controller dies holding it: its ssh client dies with it
+            proc.wait(10)
+            assert line_within(waiting, 30) == "held"
+        finally:
+            waiting.kill()
+            waiting.wait(10)
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_an_unreachable_ssh_machine_is_a_clear_error(sshd_netns: SshServer) -> None:
+    host = SshHost(sshd_netns.address, "root", port=sshd_netns.port + 1, key=str(sshd_netns.key),
+                   known_hosts=str(sshd_netns.known_hosts), client=NetnsHost(sshd_netns.namespace))
+    with pytest.raises(HostCommandError, match=r"cannot take nictune's lock on the machine: .*refused"), \
+            host.machine_lock():
+        pass

@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from nictune.errors import InvalidInputError
@@ -141,6 +142,12 @@ class Host(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the host holds (an SSH master connection); nothing by default."""
+
+    def machine_lock(self) -> AbstractContextManager[None]:
+        """A lock held *on the machine itself* while a trial changes its settings, for machines
+        that other controllers may drive too (an SSH host). None by default: on this machine,
+        the lock files of :mod:`nictune.measure.locks` already serialise every nictune run."""
+        return nullcontext()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"

@@ -177,13 +177,14 @@ class Process:
 
 
 def popen_argv(
-    argv: Sequence[str], where: str, *, pdeathsig: bool = True
+    argv: Sequence[str], where: str, *, pdeathsig: bool = True, stdin: int = subprocess.DEVNULL
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` on this machine in a new session with piped output."""
+    """Start ``argv`` on this machine in a new session with piped output (and standard input
+    from ``stdin``: nothing by default, ``subprocess.PIPE`` to keep it open)."""
     try:
         return subprocess.Popen(
             list(argv),
-            stdin=subprocess.DEVNULL,
+            stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,

@@ -8,13 +8,17 @@ or an unknown host fail at once instead of prompting.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import select
 import shlex
 import shutil
+import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from nictune.errors import HostCommandError, InvalidInputError
@@ -25,8 +29,22 @@ from nictune.measure.hosts.process import Process, popen_argv, run_argv
 _HOSTNAME_RE = re.compile(r"^[A-Za-z0-9_.:\[\]][A-Za-z0-9_.:\[\]-]{0,252}$")
 _USER_RE = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 
+log = logging.getLogger(__name__)
+
 #: Prints the remote shell's pid, then becomes the command: lets us signal it remotely.
 _PID_THEN_EXEC = 'echo "$$"; exec "$@"'
+
+#: Holds nictune's lock on the remote machine (an exclusive ``flock`` on
+#: ``/run/lock/nictune-machine.lock``, or ``/tmp``'s where ``/run/lock`` is not writable):
+#: prints ``waiting`` when another controller holds it, ``locked`` once held, then becomes
+#: ``cat``, which keeps the lock's descriptor until the session's input closes, that is until
+#: our ssh client closes it or dies. A fixed script: nothing in it comes from input.
+_HOLD_MACHINE_LOCK = (
+    'command -v flock >/dev/null 2>&1 || { echo "flock (util-linux) is not installed" >&2; exit 127; }; '
+    'd=/run/lock; { [ -d "$d" ] && [ -w "$d" ]; } || d=/tmp; '
+    'exec 9>>"$d/nictune-machine.lock" || exit 3; '
+    'flock -n 9 || { echo waiting; flock 9 || exit 4; }; echo locked; exec cat'
+)
 
 
 def _invalid(field: str, value: object, allowed: str) -> InvalidInputError:
@@ -154,6 +172,47 @@ class SshHost(Host):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def machine_lock(self) -> Iterator[None]:
+        """Hold nictune's lock on the remote machine (see ``_HOLD_MACHINE_LOCK``), so that a
+        trial another controller runs there waits for this one. Released when the block ends,
+        and by the remote side as soon as this process dies (the ssh session ends).
+
+        Raises:
+            HostCommandError: the lock could not be taken (no connection, no ``flock``).
+        """
+        argv = ["sh", "-c", _HOLD_MACHINE_LOCK]
+        popen = popen_argv(self.local_argv(argv), self.name, stdin=subprocess.PIPE)
+        assert popen.stdout is not None and popen.stdin is not None
+        try:
+            said = popen.stdout.readline().strip()
+            if said == b"waiting":
+                log.warning("waiting for another nictune trial on machine %s to finish "
+                            "(nictune's lock on that machine, held by another controller)", self.machine)
+                said = popen.stdout.readline().strip()
+            if said != b"locked":
+                popen.kill()
+                _, err = popen.communicate(timeout=10.0)
+                raise HostCommandError(f"{self.name}: cannot take nictune's lock on the machine: "
+                                       f"{err.decode(errors='replace').strip()[-300:] or said!r}")
+            yield
+        finally:
+            if popen.poll() is None:
+                popen.stdin.close()  # the remote cat reads end-of-file: the lock goes
+                try:
+                    popen.wait(timeout=10.0)
+                except subprocess.TimeoutExpired:
+                    popen.kill()
+            for pipe in (popen.stdin, popen.stdout, popen.stderr):
+                if pipe is not None:
+                    pipe.close()
+            popen.wait()
+
+    def machine_id(self) -> str:
+        """The remote ``/etc/machine-id`` (empty if unreadable): one machine's identity
+        whatever address or user a controller reaches it by."""
+        return self.run(["cat", "/etc/machine-id"], check=False).stdout.strip()
 
     def local_argv(self, argv: list[str]) -> list[str]:
         """``ssh OPTIONS user@host -- 'arg0' 'arg1' ...`` (each element quoted once)."""
