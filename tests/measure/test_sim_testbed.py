@@ -31,3 +31,23 @@ def test_noise_free_repeats_are_identical_and_fingerprint_says_so() -> None:
     assert len({s.metrics["throughput_gbps"] for s in samples}) == 1
     assert bed.fingerprint()["noise_cv"] == "0" and bed.simulated
     assert open_testbed("sim:mishra-10g").fingerprint() != bed.fingerprint()
+
+
+def test_samples_count_whole_packets_and_segments_as_a_benchmark_does() -> None:
+    """A tuned pair the model says loses (almost) nothing reports no loss and no retransmits,
+    not 1e-47 %; a lossy one reports its loss in whole packets of the run."""
+    bed = open_testbed("sim:benson-40g", noise=0.03)
+    space = load_space(bed.default_space())
+    tcp, udp = get_workload("tcp"), get_workload("udp-jumbo")
+    tuned = space.settings(space.profile("baseline"))
+    assert 0 < bed.clean(tuned, tcp)["loss_pct"] < 1e-9  # type: ignore[attr-defined]
+    for sample in bed.measure(tuned, tcp, 5, seed=3).samples:
+        assert sample.metrics["loss_pct"] == 0.0 and sample.metrics["retransmits"] == 0.0
+    lossy = space.settings(space.default())
+    for sample in bed.measure(lossy, udp, 5, seed=3).samples:
+        m = sample.metrics
+        packets = m["packet_rate_mpps"] * 1e6 * udp.duration_s
+        lost = m["loss_pct"] / 100 * packets
+        assert m["loss_pct"] > 0 and abs(lost - round(lost)) < 1e-6
+    for sample in bed.measure(lossy, tcp, 5, seed=3).samples:
+        assert sample.metrics["retransmits"] > 0 and sample.metrics["retransmits"].is_integer()

@@ -60,7 +60,8 @@ class SimTestbed(Testbed):
         start = datetime.now(UTC)
         for rep in range(repeats):
             rng = random.Random(_seed(seed, rep, settings, workload))
-            metrics = self._noisy(clean, rng, ceiling) if self.noise > 0 else dict(clean)
+            metrics = counted(self._noisy(clean, rng, ceiling) if self.noise > 0 else dict(clean),
+                              workload.duration_s)
             begin = start + timedelta(seconds=rep * workload.duration_s)
             samples.append(Sample(metrics, begin, begin + timedelta(seconds=workload.duration_s),
                                   counters={"simulated": True}))
@@ -97,6 +98,17 @@ class SimTestbed(Testbed):
         m["cpu_rx_pct"] = max(0.0, clean["cpu_rx_pct"] * (1 + rng.gauss(0, cv / 2)))
         m["cpu_tx_pct"] = max(0.0, clean["cpu_tx_pct"] * (1 + rng.gauss(0, cv / 2)))
         return m
+
+
+def counted(metrics: dict[str, float], duration_s: float) -> dict[str, float]:
+    """``metrics`` as a benchmark counts them: whole retransmitted segments, and a loss made
+    of whole packets of the run's (so a model loss of 1e-40 % reads 0, as iperf3 would say)."""
+    m = dict(metrics)
+    m["retransmits"] = float(round(m["retransmits"]))
+    packets = m["packet_rate_mpps"] * 1e6 * duration_s
+    if packets >= 1.0:
+        m["loss_pct"] = 100.0 * round(m["loss_pct"] / 100.0 * packets) / packets
+    return m
 
 
 def _seed(seed: int, rep: int, settings: list[Setting], workload: Workload) -> int:
