@@ -119,23 +119,30 @@ def show(
     if len(report["objectives"]) > 1:
         print_front(report)
     print_noise(report)
+    # The objective's own column, unless it is one of the metric columns already shown.
+    shown = {"throughput_gbps": "Gbps", "loss_pct": "loss %", "interrupts_per_s": "irq/s", "cpu_rx_pct": "cpu rx %"}
+    own = obj.per is not None or obj.metric not in shown
     table = Table()
-    for col in ("trial", "source", "runs", obj.label, "Gbps", "loss %", "irq/s", "cpu rx %", "config"):
-        table.add_column(col, justify="right" if col not in ("source", "config") else "left")
+    for col in ("trial", "source", "runs", *([obj.label] if own else []), *shown.values(), "config"):
+        table.add_column(col, justify="right" if col not in ("source", "config") else "left",
+                         no_wrap=col in ("source", "config"))
     best_no = report["best"]["number"] if report.get("best") else None
     for r in rows:
         m = r["metrics"]
         mark = " *" if r["number"] == best_no else ""
         if not m:
-            table.add_row(str(r["number"]), f"{r['state']}: {r['error'] or ''}", "-", "-", "-", "-", "-", "-",
-                          r["config_hash"][:12])
+            table.add_row(str(r["number"]), f"{r['state']}: {r['error'] or ''}", "-", *(["-"] if own else []),
+                          *["-"] * len(shown), r["config_hash"][:12])
             continue
         runs = str(r.get("repeats") or "-")
-        table.add_row(str(r["number"]) + mark, r["source"], runs, fmt(obj.value(m)), fmt(m["throughput_gbps"]),
-                      fmt(m["loss_pct"]), fmt(m["interrupts_per_s"]), fmt(m["cpu_rx_pct"]), r["config_hash"][:12])
+        source = "cache+race" if r["cached_from"] and r["source"] == "measured" else r["source"]
+        table.add_row(str(r["number"]) + mark, source, runs, *([fmt(obj.value(m))] if own else []),
+                      *(fmt(m[k]) for k in shown), r["config_hash"][:12])
     console.print(table)
     console.print("* recommended trial" + ("  runs: benchmark runs behind the mean (adaptive repeats)"
-                                           if report.get("racing") else ""))
+                                           if report.get("racing") else "")
+                  + ("  cache+race: answered from the cache, then measured again in the final race"
+                     if any(r["cached_from"] and r["source"] == "measured" for r in rows) else ""))
 
 
 @app.command("best")

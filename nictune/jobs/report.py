@@ -30,6 +30,9 @@ def trial_rows(trials: list[db.Trial]) -> list[dict[str, Any]]:
             "metrics": summary.get("metrics", {}),
             "spread": summary.get("spread", {}),
             "repeats": summary.get("repeats"),
+            # Answered from the cache when the job asked for it (and measured again in the
+            # final race if ``source`` is now "measured"): how many earlier samples it reused.
+            "cached_from": summary.get("cached_from"),
             "score": summary.get("score"),
             "error": t.error,
         })
@@ -72,8 +75,11 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
         }
     completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
     info["trials"] = len(rows)
-    info["measured"] = sum(r["source"] == "measured" and r["state"] == "completed" for r in rows)
-    info["cached"] = sum(r["source"] == "cache" for r in rows)
+    # Counted by how each trial was answered when the job asked for it, as the job's progress
+    # counts them: a cached trial the final race measured again is still "from the cache".
+    info["measured"] = sum(r["source"] == "measured" and r["state"] == "completed" and not r["cached_from"]
+                           for r in rows)
+    info["cached"] = sum(r["source"] == "cache" or bool(r["cached_from"]) for r in rows)
     info["failed"] = sum(r["state"] == "failed" for r in rows)
     # The job's recommendation (best lower confidence bound, see optimizer.racing) when it
     # has one; older or unfinished jobs: the best mean.

@@ -451,7 +451,8 @@ class JobRunner:
                 return True
             if self.stop.is_set():
                 return False
-            self._notice(f"final race: measuring the recommended configuration {missing} more time(s)")
+            times = "once more" if missing == 1 else f"{missing} more times"
+            self._notice(f"final race: measuring the recommended configuration {times}")
             if remeasure(ctx, race, incumbent, missing) == 0:
                 return True  # the measurement failed: the job keeps what it has
         return True

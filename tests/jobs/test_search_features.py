@@ -138,6 +138,20 @@ def test_warm_start_reuses_history_and_never_measures_a_configuration_twice(engi
     assert "warm_start" not in job_report(engine, off.job_id)["stats"]
 
 
+def test_a_cached_trial_measured_again_in_the_final_race_still_counts_as_from_the_cache(engine: Engine) -> None:
+    base = dict(objectives=["throughput"], testbed="sim:benson-40g", workload="tcp", budget=12, seed=1)
+    # One run per configuration: the best earlier ones come with a single sample each.
+    JobRunner(engine).run(create_job(engine, JobSpec(**base, racing=False, repeats=1)))  # type: ignore[arg-type]
+    second = JobRunner(engine).run(create_job(engine, JobSpec(**{**base, "budget": 6, "seed": 2})))  # type: ignore[arg-type]
+    two = _trials(engine, second.job_id)
+    raced = [t for t in two[:3] if t.source == "measured"]
+    assert raced and all(t.summary["cached_from"] >= 1 for t in raced), "the best earlier one is a finalist"
+    report = job_report(engine, second.job_id)
+    assert report["cached"] == 3 == report["stats"]["cached"] == second.cached  # as the job's progress said
+    assert report["measured"] == 3 == report["stats"]["measured"]
+    assert report["measured"] + report["cached"] == report["trials"]
+
+
 def test_a_stopped_warm_started_job_resumes_to_the_same_trials(engine: Engine) -> None:
     base = dict(objectives=["throughput"], testbed="sim:benson-40g", budget=12, seed=4)
     JobRunner(engine).run(create_job(engine, JobSpec(**base)))  # type: ignore[arg-type]
