@@ -13,7 +13,7 @@ from nictune import db
 from nictune.cli._common import SIM_NOTE, console, fmt, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, history_best_remote, history_remote
-from nictune.cli.results import print_best, print_front, print_noise
+from nictune.cli.results import print_best, print_front, print_jobs, print_noise
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
 from nictune.optimizer import OBJECTIVES, Goal, get_objective
@@ -77,16 +77,8 @@ def jobs(
     if json_out:
         print_json(rows)
         return
-    table = Table(title="jobs (newest first)")
-    for col in ("job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "measured/cached"):
-        table.add_column(col)
-    for r in rows:
-        st = r["stats"]
-        table.add_row(str(r["job_id"]), r["state"], r["created_at"][:19].replace("T", " "),
-                      r["testbed"] + (" (sim)" if r["simulated"] else ""), r["workload"],
-                      ", ".join(r["objectives"]) + (f" [{', '.join(r['constraints'])}]" if r["constraints"] else ""),
-                      r["engine"], f"{r['trials']}/{r['budget']}", f"{st.get('measured', 0)}/{st.get('cached', 0)}")
-    console.print(table)
+    print_jobs("jobs (newest first)", [r | {"done": r["trials"], "cached": r["stats"].get("cached", 0)}
+                                       for r in rows])
     if not rows:
         console.print("no jobs yet: run  nictune optimize --objective throughput")
 

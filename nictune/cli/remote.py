@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt, print_json
-from nictune.cli.results import print_best
+from nictune.cli.results import print_best, print_jobs
 from nictune.measure._base import METRICS
 from nictune.optimizer import get_objective
 
@@ -99,15 +99,13 @@ def history_remote(server: str, token: str | None, query: dict[str, Any], json_o
     if json_out:
         print_json(items)
         return
-    table = Table(title=f"jobs on {server} (newest first)")
-    for col in ("job", "state", "testbed", "workload", "objective", "engine", "progress"):
-        table.add_column(col)
-    for j in items:
-        prog = j.get("progress") or {}
-        table.add_row(str(j["id"]), j["state"], j["testbed"] + (" (sim)" if j.get("simulated") else ""),
-                      j["workload"], ", ".join(j["objectives"]), j["engine"],
-                      f"{prog.get('done', 0)}/{prog.get('budget', j.get('budget'))}")
-    console.print(table)
+    print_jobs(f"jobs on {server} (newest first)", [{
+        "job_id": j["id"], "state": j["state"], "created_at": j.get("created_at", ""), "testbed": j["testbed"],
+        "simulated": bool(j.get("simulated")), "workload": j["workload"], "objectives": j["objectives"],
+        "constraints": j.get("constraints") or [], "engine": j["engine"],
+        "done": (j.get("progress") or {}).get("done", 0), "budget": j.get("budget"),
+        "cached": (j.get("progress") or {}).get("cached", 0),
+    } for j in items])
 
 
 def history_best_remote(server: str, token: str | None, testbed: str, workload: str, objective: str,

@@ -1,9 +1,10 @@
-"""Parts of a job's result shared by ``optimize`` and ``history show``."""
+"""Parts of a result shared by the CLI's commands, local and through ``--server``."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt
@@ -65,3 +66,21 @@ def print_best(rows: list[dict[str, Any]], title: str, objective: str, simulated
         console.print("nothing measured there yet")
     if simulated and rows:
         console.print(SIM_NOTE)
+
+
+def print_jobs(title: str, rows: list[dict[str, Any]]) -> None:
+    """The jobs table of ``nictune history``, local or through ``--server``. Each row:
+    ``job_id``, ``state``, ``created_at`` (ISO text), ``testbed``, ``simulated``,
+    ``workload``, ``objectives``, ``constraints``, ``engine``, ``done``, ``budget``, ``cached``."""
+    # 86 columns wide for a simulated testbed (it was 125): no vertical rules, one space apart.
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=0, show_edge=False)
+    for col in ("job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached"):
+        table.add_column(col, justify="right" if col in ("job", "trials", "cached") else "left")
+    for r in rows:
+        sim = r["simulated"] and not r["testbed"].startswith("sim:")
+        table.add_row(str(r["job_id"]), r["state"], str(r["created_at"])[:16].replace("T", " "),
+                      r["testbed"] + (" (sim)" if sim else ""), r["workload"],
+                      ", ".join(r["objectives"]) + (f" [{', '.join(r['constraints'])}]" if r["constraints"] else ""),
+                      r["engine"], f"{r['done']}/{r['budget']}", str(r["cached"]))
+    console.print(table)
+

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,18 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         listed = cli("history", "--server", server.url, "--token", token, "--json", env_db=db_url)
         assert listed.returncode == 0, listed.stderr
         assert [j["id"] for j in json.loads(listed.stdout)] == [job["id"]]
+        # The table through the service is the local one (but for its title).
+        wide = {**os.environ, "COLUMNS": "200"}
+        remote = subprocess.run([sys.executable, "-m", "nictune", "history", "--server", server.url, "--token", token],
+                                capture_output=True, text=True, timeout=180, env=wide | {"NICTUNE_DB": "sqlite:////x/y.db"})
+        local = subprocess.run([sys.executable, "-m", "nictune", "history"], capture_output=True, text=True,
+                               timeout=180, env=wide | {"NICTUNE_DB": db_url})
+        assert remote.returncode == 0 and local.returncode == 0, remote.stderr + local.stderr
+        assert f"jobs on {server.url}" in remote.stdout
+        rows = [line.split() for line in local.stdout.splitlines()[1:]]
+        assert rows == [line.split() for line in remote.stdout.splitlines()[1:]]
+        assert ["job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached"] in rows
+        assert [str(job["id"]), "completed"] == rows[-1][:2] and "12/12" in rows[-1] and "sim:benson-40g" in rows[-1]
         best = cli("history", "best", "-t", "sim:benson-40g", "-w", "tcp", "-o", "throughput", "--top", "1",
                    "--server", server.url, "--token", token, "--json", env_db=db_url)
         assert best.returncode == 0, best.stderr
