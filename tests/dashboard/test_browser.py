@@ -246,6 +246,43 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
     assert screenshot.stat().st_size > 10_000
 
 
+def test_a_finished_job_shows_its_recommendation_with_its_interval(service: Service, tmp_path: Path) -> None:
+    """The page's headline is the job's recommendation (best lower confidence bound), as the
+    CLI and the API give it, not the luckiest single run."""
+    sync_api = _require_browser()
+    server = service.server
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {service.submit_token}"}) as api:
+        created = api.post("/v1/jobs", json={"testbed": "sim:benson-40g", "budget": 8, "seed": 3})
+        assert created.status_code == 201, created.text
+        job_id = created.json()["id"]
+        deadline = time.monotonic() + 60
+        while (job := api.get(f"/v1/jobs/{job_id}").json())["state"] != "completed":
+            assert job["state"] in ("pending", "running") and time.monotonic() < deadline, job
+            time.sleep(0.2)
+    rec = job["recommendation"]
+    assert rec and rec["n"] >= 2 and job["noise"]["objective"]["cv"] > 0
+
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = context.new_page()
+            page.set_default_timeout(15_000)
+            page.goto(f"{server.url}/#/jobs")
+            page.fill("#token-input", service.read_token)
+            page.click("#login button[type=submit]")
+            page.wait_for_selector(f"#jobs a.job-link[href='#/jobs/{job_id}']").click()
+            wait_until(page, "() => document.querySelector('#best-so-far')?.textContent.includes('Recommended')")
+            headline = page.inner_text("#best-so-far")
+            mean = page.evaluate("() => document.querySelector('#best-value').textContent")
+            assert mean.split(" ± ")[0] == f"{rec['mean']:.1f}" and "Gbit/s" in mean
+            assert f"n={rec['n']}, 90% CI" in headline and f"trial {rec['number']}" in headline
+            assert f"{job['noise']['objective']['cv'] * 100:.1f} % coefficient of variation" in headline
+            assert "Recommended" in page.inner_text("#default-vs-best")
+        finally:
+            context.close()
+
+
 def test_the_event_stream_parser(service: Service) -> None:
     """The dashboard's SSE parser (js/sse.js), run in Chromium on frames split at awkward places."""
     sync_api = _require_browser()

@@ -115,7 +115,19 @@ export function render(root, ctx, jobId) {
     return st.defaults.trial ? {...st.defaults.trial, config: st.defaults.config, config_hash: st.defaults.config_hash} : null;
   }
 
+  /** A finished job's recommendation (best lower confidence bound, as the CLI prints it), or null. */
+  function recommendation() {
+    const rec = st.job && st.job.recommendation;
+    return rec && rec.number !== null && rec.number !== undefined ? rec : null;
+  }
+
   function bestTrial() {
+    const rec = recommendation();
+    if (rec) {
+      const t = st.trials.get(rec.number);
+      if (t && t.state === "completed") return t;
+      if (st.job.best && st.job.best.number === rec.number) return {...st.job.best, state: "completed"};
+    }
     let best = null, bestScore = null;
     for (const t of ordered()) {
       if (t.state !== "completed") continue;
@@ -208,16 +220,25 @@ export function render(root, ctx, jobId) {
       fill(bestBox, h("span", {class: "muted"}, "No completed trial yet."));
       return;
     }
+    const rec = recommendation();
     const value = objectiveValue(st.objective, best.metrics);
     const def = defaultTrial();
     const base = def ? objectiveValue(st.objective, def.metrics) : null;
     const pct = change(base, value);
+    const cv = job.noise && job.noise.objective ? job.noise.objective.cv : null;
+    const shown = rec && rec.mean !== null && rec.high !== null
+      ? `${num(rec.mean)} ± ${num(rec.high - rec.mean)} ${unit}` : `${num(value)} ${unit}`;
     fill(bestBox,
-      h("span", {class: "best-label"}, "Best so far: "),
-      h("strong", {id: "best-value"}, `${num(value)} ${unit}`), ` ${st.objective.label} — trial ${best.number}, configuration `,
+      h("span", {class: "best-label"}, rec ? "Recommended: " : "Best so far: "),
+      h("strong", {id: "best-value"}, shown),
+      rec ? h("span", {class: "muted", id: "best-interval"},
+        ` (n=${rec.n}, ${Math.round(rec.confidence * 100)}% CI; the best lower confidence bound)`) : null,
+      ` ${st.objective.label} — trial ${best.number}, configuration `,
       shortHash(best.config_hash),
       best.score && best.score.feasible === false ? h("span", {class: "badge warn"}, "breaks a constraint") : null,
-      pct !== null ? h("span", {class: "muted"}, ` (${pct >= 0 ? "+" : ""}${pct.toFixed(1)} % vs the default, ${directionText(st.objective)})`) : null);
+      pct !== null ? h("span", {class: "muted"}, ` (${pct >= 0 ? "+" : ""}${pct.toFixed(1)} % vs the default, ${directionText(st.objective)})`) : null,
+      cv !== null && cv !== undefined ? h("div", {class: "muted", id: "noise"},
+        `Testbed noise: ${(cv * 100).toFixed(1)} % coefficient of variation, estimated from the repeats.`) : null);
   }
 
   function drawChart() {
@@ -262,7 +283,7 @@ export function render(root, ctx, jobId) {
     const units = st.defaults ? st.defaults.units || {} : {};
     const head = h("tr", {}, h("th", {}, ""),
       h("th", {}, "Default", h("div", {class: "sub"}, def ? `trial ${def.number}` : "not measured in this job")),
-      h("th", {}, "Best", h("div", {class: "sub"}, best ? `trial ${best.number}` : "no completed trial yet")),
+      h("th", {}, recommendation() ? "Recommended" : "Best", h("div", {class: "sub"}, best ? `trial ${best.number}` : "no completed trial yet")),
       h("th", {class: "num"}, "Change"));
     const rows = [];
     const section = (text) => rows.push(h("tr", {class: "section"}, h("th", {colspan: 4}, text)));
