@@ -6,7 +6,7 @@ import math
 
 
 def format_number(value: float | None) -> str:
-    """A metric value with sensible precision: ``39.6``, ``7.347``, ``15,625``, ``3.48e-11``, ``-``."""
+    """A metric value with sensible precision: ``39.6``, ``7.347``, ``15,625``, ``0.00225``, ``3.48e-11``, ``-``."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if math.isinf(value):
@@ -20,4 +20,6 @@ def format_number(value: float | None) -> str:
         return f"{value:.1f}"
     if mag >= 0.01:
         return f"{value:.3f}"
+    if mag >= 1e-4:
+        return f"{value:.3g}"  # 0.00225, not 2.25e-03
     return f"{value:.2e}"
