@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy.engine import Engine as DbEngine
 
 from nictune import db
-from nictune.errors import InvalidInputError, JobError
+from nictune.errors import InvalidInputError, JobError, UnknownNameError
 from nictune.executors import Executor, LocalExecutor
 from nictune.jobs import warm
 from nictune.jobs.evaluate import JobContext, Race, TrialEvent, evaluate, remeasure, summary_of
@@ -134,7 +134,7 @@ def _check_engine(engine: str, objectives: Sequence[str]) -> None:
             field="engine", allowed=", ".join(MULTI_OBJECTIVE_ENGINES),
         )
     if engine not in ENGINES:
-        raise InvalidInputError(f"unknown engine {engine!r}", field="engine", allowed=", ".join(sorted(ENGINES)))
+        raise UnknownNameError("engine", engine, list(ENGINES))
 
 
 def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactory | None = None) -> int:
