@@ -131,6 +131,10 @@ def show(
         table.add_row(str(r["number"]) + mark, source, runs, *([fmt(obj.value(m))] if own else []),
                       *(fmt(m[k]) for k in shown), r["config_hash"][:12])
     console.print(table)
+    finalists = [r["number"] for h in report["stats"].get("final_race") or [] for r in rows if r["config_hash"] == h]
+    if finalists:
+        console.print(f"final race: trials {', '.join(map(str, finalists))} (the best after the search, "
+                      "measured once more before the recommendation was chosen)")
     console.print("* recommended trial" + ("  runs: benchmark runs behind the mean (adaptive repeats)"
                                            if report.get("racing") else "")
                   + ("  cache+race: answered from the cache, then measured again in the final race"

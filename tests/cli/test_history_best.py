@@ -41,16 +41,21 @@ def test_history_best_ranks_the_job_recommendation_first_with_its_interval(tmp_p
     assert "simulated testbed: figures come from a model" in table.stdout
 
 
-def test_history_show_gives_the_objective_a_column_only_when_it_is_not_one_already(tmp_path: Path) -> None:
+def test_history_show_columns_and_final_race(tmp_path: Path) -> None:
     db = tmp_path / "history.db"
     for objective in ("throughput", "interrupts"):
         run = nictune(db, "optimize", "--objective", objective, "--budget", "5", "--seed", "3")
         assert run.returncode == 0, run.stderr
-    header = {}
+    header, footer = {}, {}
     for job in ("1", "2"):
         shown = nictune(db, "history", "show", job)
         assert shown.returncode == 0, shown.stderr
         header[job] = next(line for line in shown.stdout.splitlines() if "trial" in line and "source" in line)
+        footer[job] = shown.stdout
+    stored = json.loads(nictune(db, "history", "show", "1", "--json").stdout)
+    assert stored["stats"]["final_race"], "the job ran a final race"
+    numbers = [r["number"] for h in stored["stats"]["final_race"] for r in stored["trials"] if r["config_hash"] == h]
+    assert f"final race: trials {', '.join(map(str, numbers))} (the best after the search" in footer["1"]
     assert "throughput" not in header["1"] and "Gbps" in header["1"]  # one throughput column, not two
     assert "interrupts per GB" in header["2"] and "irq/s" in header["2"]
     assert "loss %" in header["1"] and "cpu rx %" in header["1"] and "config" in header["1"]
