@@ -92,10 +92,15 @@ def testbed_locks(testbed_lock: Path, testbed: str, hosts: Iterable[Host],
         stack.enter_context(exclusive(testbed_lock, testbed))
         for machine in sorted(machines):
             stack.enter_context(exclusive(machine_lock_path(machine, directory), f"machine {machine}"))
-        # Two controllers may name one machine differently: order by what the machine says.
-        remote = [h for h in machines.values() if isinstance(h, SshHost)]
-        for host in sorted(remote, key=lambda h: (h.machine_id(), h.machine)):
-            stack.enter_context(host.machine_lock())
+        # Two controllers may name one machine differently (and one controller may reach it
+        # at two addresses): order and take them by what the machine says it is.
+        ids = {h.machine: h.machine_id() for h in machines.values() if isinstance(h, SshHost)}
+        held: set[str] = set()
+        for name in sorted(ids, key=lambda n: (ids[n], n)):
+            if ids[name] and ids[name] in held:
+                continue  # the same machine as one already locked: waiting would be for ourselves
+            held.add(ids[name])
+            stack.enter_context(machines[name].machine_lock())
         yield
 
 

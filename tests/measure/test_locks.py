@@ -136,3 +136,21 @@ def test_an_unreachable_ssh_machine_is_a_clear_error(sshd_netns: SshServer) -> N
     with pytest.raises(HostCommandError, match=r"cannot take nictune's lock on the machine: .*refused"), \
             host.machine_lock():
         pass
+
+
+def test_one_machine_reached_at_two_names_is_locked_once(sshd_netns: SshServer, tmp_path: Path) -> None:
+    """A trial whose two hosts are one machine (two addresses) must not wait for itself."""
+    known = tmp_path / "known_hosts"
+    line = sshd_netns.known_hosts.read_text().strip()
+    known.write_text(f"{line}\n{line.replace('[127.0.0.1]', '[localhost]', 1)}\n")
+    hosts = [SshHost(name, "root", port=sshd_netns.port, key=str(sshd_netns.key), known_hosts=str(known),
+                     client=NetnsHost(sshd_netns.namespace)) for name in ("127.0.0.1", "localhost")]
+    assert hosts[0].machine != hosts[1].machine and hosts[0].machine_id() == hosts[1].machine_id() != ""
+    done = threading.Event()
+
+    def trial() -> None:
+        with trial_locks(tmp_path / "t.lock", "two-names", [(h, [TCP_RMEM]) for h in hosts], directory=tmp_path):
+            done.set()
+
+    threading.Thread(target=trial, daemon=True).start()
+    assert done.wait(30), "the trial waited for its own lock"
