@@ -278,7 +278,8 @@ def test_a_finished_job_shows_its_recommendation_with_its_interval(service: Serv
             assert float(mean.split(" ± ")[0]) == pytest.approx(rec["mean"], abs=0.005) and "Gbit/s" in mean  # 4 digits
             assert f"n={rec['n']}, 90% CI" in headline and f"trial {rec['number']}" in headline
             assert f"{job['noise']['objective']['cv'] * 100:.1f} % coefficient of variation" in headline
-            assert "Recommended" in page.inner_text("#default-vs-best")
+            # Default vs best is drawn once the default configuration has loaded.
+            wait_until(page, "() => document.querySelector('#default-vs-best')?.textContent.includes('Recommended')")
             page.screenshot(path=str(tmp_path / "dashboard-finished-job.png"), full_page=True)
         finally:
             context.close()
