@@ -108,10 +108,10 @@ def optimize(
                        engine_params=_parse_params(param), constraints=constraint, budget=budget,
                        repeats=repeats, seed=seed, noise=noise, scenario=scenario, duration_s=duration,
                        racing=racing, warm_start=warm_start)
+        job_id = create_job(dbe, spec)  # validates first: an error is the only thing printed
         if testbed == DEFAULT_TESTBED and not json_out:
             console.print(f"testbed: {DEFAULT_TESTBED} (default; {SIM_NOTE}). "
                           "Use --testbed for a real pair.")
-        job_id = create_job(dbe, spec)
     else:
         job_id = resume
     info = job_report(dbe, job_id)

@@ -213,7 +213,7 @@ def test_cli_prints_the_front_as_json(tmp_path: Any) -> None:
     assert bad.returncode == 2 and "nsga2" in bad.stderr and "Traceback" not in bad.stderr
     unknown = subprocess.run([sys.executable, "-m", "nictune", "optimize", "--objective", "throughput",
                               "--engine", "magic", "--db", url], capture_output=True, text=True, timeout=120)
-    assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
+    assert unknown.returncode == 2 and "Traceback" not in unknown.stderr and unknown.stdout == ""
     assert "unknown engine 'magic'; known engines: bayes, ga, nsga2, ofat, random" in " ".join(unknown.stderr.split())
 
 
