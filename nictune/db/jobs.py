@@ -125,13 +125,7 @@ def set_job_state(s: Session, job: Job, state: str, error: str | None = None) ->
         InvalidInputError: ``state`` is not a job state.
         StorageError: the database failed.
     """
-    try:
-        new_state = JobState(state)
-    except ValueError:
-        raise InvalidInputError(
-            f"unknown job state {state!r}", field="state",
-            allowed=", ".join(member.value for member in JobState),
-        ) from None
+    new_state = JobState.parse(state)
     now = utcnow()
     job.state = new_state.value
     if new_state is JobState.RUNNING:

@@ -28,6 +28,7 @@ from sqlalchemy.ext.mutable import MutableDict, MutableList
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from nictune.db.types import SafeJSON, UTCDateTime, utcnow
+from nictune.errors import InvalidInputError
 
 # Explicit constraint names, so migrations can refer to them on every backend.
 NAMING_CONVENTION = {
@@ -50,6 +51,20 @@ class JobState(enum.StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+
+    @classmethod
+    def parse(cls, state: str) -> JobState:
+        """The state named ``state``.
+
+        Raises:
+            InvalidInputError: not a state (field ``state``, the states allowed).
+        """
+        try:
+            return cls(state)
+        except ValueError:
+            allowed = ", ".join(member.value for member in cls)
+            raise InvalidInputError(f"unknown job state {state!r}; job states: {allowed}", field="state",
+                                    allowed=allowed) from None
 
 
 class TrialState(enum.StrEnum):

@@ -112,12 +112,7 @@ def list_jobs(
     if since is not None:
         stmt = stmt.where(Job.created_at >= as_utc(since))
     if state is not None:
-        if state not in {member.value for member in JobState}:
-            raise InvalidInputError(
-                f"unknown job state {state!r}", field="state",
-                allowed=", ".join(member.value for member in JobState),
-            )
-        stmt = stmt.where(Job.state == state)
+        stmt = stmt.where(Job.state == JobState.parse(state).value)
     stmt = stmt.order_by(Job.id.desc())
     if objective is None:
         return list(s.scalars(stmt.limit(limit).offset(offset)))

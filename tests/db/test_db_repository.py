@@ -140,8 +140,11 @@ def test_job_state_changes_keep_timestamps_consistent(engine: Engine) -> None:
         assert stored.created_at.tzinfo is not None
         assert stored.finished_at is not None
         assert stored.finished_at >= stored.started_at
-        with pytest.raises(InvalidInputError, match="unknown job state"):
+        with pytest.raises(InvalidInputError, match="unknown job state 'paused'; job states: pending, running, "
+                                                    "waiting, interrupted, completed, failed, cancelled"):
             set_job_state(s, stored, "paused")
+        with pytest.raises(InvalidInputError, match="unknown job state 'paused'; job states: pending"):
+            list_jobs(s, state="paused")
         with pytest.raises(NotFoundError, match="no job with id 4242"):
             get_job(s, 4242)
     # get_job loads what `history show` prints, so it outlives the session.
