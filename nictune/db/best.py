@@ -74,9 +74,9 @@ def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: 
 def jobs_of(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], list[int]]:
     """Jobs that measured each (testbed id, configuration id) pair, ascending."""
     wanted = list(pairs)
-    found: dict[tuple[int, int], set[int]] = {pair: set() for pair in wanted}
     if not wanted:
         return {}
+    found: dict[tuple[int, int], set[int]] = {pair: set() for pair in wanted}
     stmt = (select(Job.testbed_id, Trial.configuration_id, Trial.job_id)
             .join(Job, Trial.job_id == Job.id)
             .where(Trial.configuration_id.in_({c for _, c in wanted}), Trial.state == "completed",
