@@ -119,6 +119,7 @@ def show(
         table.add_column(col, justify="right" if col not in ("source", "config") else "left",
                          no_wrap=col in ("source", "config"))
     best_no = report["best"]["number"] if report.get("best") else None
+    raced_from_cache = {r["number"] for r in rows if r["cached_from"] and r["source"] == "measured"}
     for r in rows:
         m = r["metrics"]
         mark = " *" if r["number"] == best_no else ""
@@ -127,7 +128,7 @@ def show(
                           *["-"] * len(shown), r["config_hash"][:12])
             continue
         runs = str(r.get("repeats") or "-")
-        source = "cache+race" if r["cached_from"] and r["source"] == "measured" else r["source"]
+        source = "cache+race" if r["number"] in raced_from_cache else r["source"]
         table.add_row(str(r["number"]) + mark, source, runs, *([fmt(obj.value(m))] if own else []),
                       *(fmt(m[k]) for k in shown), r["config_hash"][:12])
     console.print(table)
@@ -138,7 +139,7 @@ def show(
     console.print("* recommended trial" + ("  runs: benchmark runs behind the mean (adaptive repeats)"
                                            if report.get("racing") else "")
                   + ("  cache+race: answered from the cache, then measured again in the final race"
-                     if any(r["cached_from"] and r["source"] == "measured" for r in rows) else ""))
+                     if raced_from_cache else ""))
 
 
 @app.command("best")

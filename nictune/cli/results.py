@@ -83,4 +83,3 @@ def print_jobs(title: str, rows: list[dict[str, Any]]) -> None:
                       ", ".join(r["objectives"]) + (f" [{', '.join(r['constraints'])}]" if r["constraints"] else ""),
                       r["engine"], f"{r['done']}/{r['budget']}", str(r["cached"]))
     console.print(table)
-

@@ -98,6 +98,7 @@ class SshHost(Host):
         self.client = client if client is not None else LocalHost()
         self.name = f"ssh:{user}@{host}:{port}"
         self._master: Process | None = None
+        self._machine_id = ""
         self._control_dir: str | None = None
 
     @property
@@ -211,8 +212,11 @@ class SshHost(Host):
 
     def machine_id(self) -> str:
         """The remote ``/etc/machine-id`` (empty if unreadable): one machine's identity
-        whatever address or user a controller reaches it by."""
-        return self.run(["cat", "/etc/machine-id"], check=False).stdout.strip()
+        whatever address or user a controller reaches it by. Read once per host object
+        (every trial's locks ask for it)."""
+        if not self._machine_id:
+            self._machine_id = self.run(["cat", "/etc/machine-id"], check=False).stdout.strip()
+        return self._machine_id
 
     def local_argv(self, argv: list[str]) -> list[str]:
         """``ssh OPTIONS user@host -- 'arg0' 'arg1' ...`` (each element quoted once)."""
