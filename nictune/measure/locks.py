@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
-from nictune.measure.hosts import Host, NetnsHost, SshHost, is_global_sysctl
+from nictune.measure.hosts import Host, NetnsHost, is_global_sysctl
 from nictune.search_spaces._base import Family, Setting
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ def testbed_locks(testbed_lock: Path, testbed: str, hosts: Iterable[Host],
             stack.enter_context(exclusive(machine_lock_path(machine, directory), f"machine {machine}"))
         # Two controllers may name one machine differently (and one controller may reach it
         # at two addresses): order and take them by what the machine says it is.
-        ids = {h.machine: h.machine_id() for h in machines.values() if isinstance(h, SshHost)}
+        ids = {name: ident for name, host in machines.items() if (ident := host.machine_id()) is not None}
         held: set[str] = set()
         for name in sorted(ids, key=lambda n: (ids[n], n)):
             if ids[name] and ids[name] in held:

@@ -149,5 +149,11 @@ class Host(ABC):
         the lock files of :mod:`nictune.measure.locks` already serialise every nictune run."""
         return nullcontext()
 
+    def machine_id(self) -> str | None:
+        """What the machine says it is, for hosts with a :meth:`machine_lock` (an SSH host:
+        its ``/etc/machine-id``, so two names of one machine take its lock once). None by
+        default: no lock on the machine itself."""
+        return None
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
