@@ -244,8 +244,6 @@ def _print_result(report: dict[str, Any]) -> None:
     if len(report["objectives"]) > 1:
         print_front(report)
     print_noise(report)
-    if not report.get("best_feasible", True):
-        console.print("[yellow]no configuration met every constraint; the best shown breaks the fewest[/]")
     changes = Table(title=f"best configuration (trial {best['number']}, {best['config_hash'][:12]}): "
                           "knobs that differ from the default")
     for col in ("knob", "default", "best", "unit"):

@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt, print_json
-from nictune.cli.results import print_best, print_jobs
+from nictune.cli.results import print_best, print_jobs, print_noise
 from nictune.measure._base import METRICS
 from nictune.optimizer import get_objective
 
@@ -71,8 +71,7 @@ def _print_remote_result(job: dict[str, Any], label: str) -> None:
             front.add_row(str(row["number"]), *(fmt(obj.value(row["metrics"])) for obj in names),
                           row["config_hash"][:12])
         console.print(front)
-    if job.get("recommendation"):
-        console.print(f"recommended (best lower confidence bound): {job['recommendation']['text']}")
+    print_noise(job | {"best_feasible": (best.get("score") or {}).get("feasible")})
     table = Table(title=f"best configuration (trial {best['number']}, {best['config_hash'][:12]})")
     table.add_column("knob")
     table.add_column("value")
@@ -99,13 +98,18 @@ def history_remote(server: str, token: str | None, query: dict[str, Any], json_o
     if json_out:
         print_json(items)
         return
-    print_jobs(f"jobs on {server} (newest first)", [{
-        "job_id": j["id"], "state": j["state"], "created_at": j.get("created_at", ""), "testbed": j["testbed"],
-        "simulated": bool(j.get("simulated")), "workload": j["workload"], "objectives": j["objectives"],
-        "constraints": j.get("constraints") or [], "engine": j["engine"],
-        "done": (j.get("progress") or {}).get("done", 0), "budget": j.get("budget"),
-        "cached": (j.get("progress") or {}).get("cached", 0),
-    } for j in items])
+    print_jobs(f"jobs on {server} (newest first)", [_job_row(j) for j in items])
+
+
+def _job_row(job: dict[str, Any]) -> dict[str, Any]:
+    """One job of the API's list as a row of :func:`print_jobs`."""
+    progress = job.get("progress") or {}
+    return {
+        "job_id": job["id"], "state": job["state"], "created_at": job.get("created_at", ""),
+        "testbed": job["testbed"], "simulated": bool(job.get("simulated")), "workload": job["workload"],
+        "objectives": job["objectives"], "constraints": job.get("constraints") or [], "engine": job["engine"],
+        "done": progress.get("done", 0), "budget": job.get("budget"), "cached": progress.get("cached", 0),
+    }
 
 
 def history_best_remote(server: str, token: str | None, testbed: str, workload: str, objective: str,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt
@@ -30,10 +31,13 @@ def print_front(report: dict[str, Any]) -> None:
 
 
 def print_noise(report: dict[str, Any]) -> None:
-    """The recommendation's interval and the testbed noise the job estimated."""
+    """The recommendation's interval, a warning when it breaks a constraint (``best_feasible``
+    False), and the testbed noise the job estimated."""
     rec = report.get("recommendation")
     if rec:
         console.print(f"recommended (best lower confidence bound): {rec['text']}")
+    if report.get("best_feasible") is False:
+        console.print("[yellow]no configuration met every constraint; the best shown breaks the fewest[/]")
     noise = report.get("noise") or {}
     obj = noise.get("objective")
     if obj:
@@ -78,8 +82,8 @@ def print_jobs(title: str, rows: list[dict[str, Any]]) -> None:
         table.add_column(col, justify="right" if col in ("job", "trials", "cached") else "left")
     for r in rows:
         sim = r["simulated"] and not r["testbed"].startswith("sim:")
+        goal = ", ".join(r["objectives"]) + (f" [{', '.join(r['constraints'])}]" if r["constraints"] else "")
         table.add_row(str(r["job_id"]), r["state"], str(r["created_at"])[:16].replace("T", " "),
-                      r["testbed"] + (" (sim)" if sim else ""), r["workload"],
-                      ", ".join(r["objectives"]) + (f" [{', '.join(r['constraints'])}]" if r["constraints"] else ""),
+                      r["testbed"] + (" (sim)" if sim else ""), r["workload"], escape(goal),  # "[" is markup
                       r["engine"], f"{r['done']}/{r['budget']}", str(r["cached"]))
     console.print(table)

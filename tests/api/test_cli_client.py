@@ -24,8 +24,8 @@ def cli(*args: str, env_db: str) -> subprocess.CompletedProcess[str]:
 def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -> None:
     token = cli_token(db_url, "submit", "cli")
     with running_server(db_url, tmp_path / "server.log") as server:
-        run = cli("optimize", "--objective", "throughput", "--budget", "12", "--seed", "3", "--server", server.url,
-                  "--token", token, "--json", env_db=db_url)
+        run = cli("optimize", "--objective", "throughput", "--constraint", "loss<=50", "--budget", "12", "--seed", "3",
+                  "--server", server.url, "--token", token, "--json", env_db=db_url)
         assert run.returncode == 0, run.stderr
         job = json.loads(run.stdout)
         assert job["state"] == "completed" and job["progress"]["done"] == 12 and job["simulated"] is True
@@ -44,6 +44,12 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         assert rows == [line.split() for line in remote.stdout.splitlines()[1:]]
         assert ["job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached"] in rows
         assert [str(job["id"]), "completed"] == rows[-1][:2] and "12/12" in rows[-1] and "sim:benson-40g" in rows[-1]
+        assert "throughput [loss_pct <= 50]" in remote.stdout  # not swallowed as console markup
+        # A job that cannot meet its constraint says so (40 GbE cannot carry 100 Gbit/s).
+        hopeless = cli("optimize", "--objective", "throughput", "--constraint", "throughput_gbps>=100", "--budget", "4",
+                       "--server", server.url, "--token", token, env_db=db_url)
+        assert hopeless.returncode == 0, hopeless.stderr
+        assert "no configuration met every constraint" in " ".join(hopeless.stdout.split())
         best = cli("history", "best", "-t", "sim:benson-40g", "-w", "tcp", "-o", "throughput", "--top", "1",
                    "--server", server.url, "--token", token, "--json", env_db=db_url)
         assert best.returncode == 0, best.stderr

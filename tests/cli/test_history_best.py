@@ -59,3 +59,21 @@ def test_history_show_columns_and_final_race(tmp_path: Path) -> None:
     assert "throughput" not in header["1"] and "Gbps" in header["1"]  # one throughput column, not two
     assert "interrupts per GB" in header["2"] and "irq/s" in header["2"]
     assert "loss %" in header["1"] and "cpu rx %" in header["1"] and "config" in header["1"]
+
+
+def test_a_job_that_meets_no_constraint_says_so_then_and_later(tmp_path: Path) -> None:
+    db = tmp_path / "history.db"
+    # 40 GbE cannot carry 100 Gbit/s: every configuration breaks the constraint.
+    run = nictune(db, "optimize", "--objective", "throughput", "--constraint", "throughput_gbps>=100",
+                  "--budget", "4", "--seed", "1")
+    assert run.returncode == 0, run.stderr
+    warning = "no configuration met every constraint; the best shown breaks the fewest"
+    assert warning in run.stdout
+    shown = nictune(db, "history", "show", "1")
+    assert shown.returncode == 0, shown.stderr
+    assert warning in shown.stdout
+    listed = nictune(db, "history")
+    assert "throughput [throughput_gbps >= 100]" in listed.stdout  # the brackets are not console markup
+    met = nictune(db, "optimize", "--objective", "throughput", "--constraint", "loss<=50", "--budget", "4")
+    assert met.returncode == 0, met.stderr
+    assert warning not in met.stdout and warning not in nictune(db, "history", "show", "2").stdout
