@@ -13,8 +13,11 @@ from nictune.errors import InvalidInputError
 from nictune.formatting import format_number
 from nictune.measure._base import METRICS, Testbed
 
-console = Console()
-err_console = Console(stderr=True)
+# No console markup: what nictune prints holds user input, host output and error texts, where
+# "[/etc]" or "[bold]" are text (as markup, one was dropped and the other crashed the CLI).
+# Styles go through ``style=`` or :class:`rich.text.Text`.
+console = Console(markup=False)
+err_console = Console(stderr=True, markup=False)
 
 SIM_NOTE = "simulated testbed: figures come from a model of the seed papers, not from hardware"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.text import Text
 
 from nictune.cli._common import SIM_NOTE, console, err_console
 from nictune.cli.dbopt import DB_OPTION, open_db
@@ -54,7 +55,7 @@ def export(
     which = "best trial" if src.is_best else "trial"
     console.print(f"job {src.job_id}, {which} {src.trial} ({src.config_hash[:12]}): {src.gain_text}")
     for what, path in written.files.items():
-        console.print(f"  {what}: [bold]{path}[/]")
+        console.print(Text.assemble(f"  {what}: ", (str(path), "bold")))
     if src.simulated:
         console.print(f"({SIM_NOTE}; measure on your hosts before relying on these settings)")
 

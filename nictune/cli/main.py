@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 import typer
+from rich.text import Text
 
 from nictune import __version__
 from nictune.cli import measure as measure_cmd
@@ -75,10 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except InvalidInputError as exc:
-        err_console.print(f"[red]error:[/] {exc}", highlight=False)
+        err_console.print(Text.assemble(("error:", "red"), f" {exc}"), highlight=False)
         return 2
     except NictuneError as exc:
-        err_console.print(f"[red]error:[/] {exc}", highlight=False)
+        err_console.print(Text.assemble(("error:", "red"), f" {exc}"), highlight=False)
         return 1
     except KeyboardInterrupt:
         err_console.print("interrupted")

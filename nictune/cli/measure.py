@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from nictune.cli._common import (
     console,
@@ -62,7 +63,7 @@ def measure(
             "repeats": samples,
         })
         return
-    console.print(f"testbed: [bold]{testbed_label(bed)}[/]")
+    console.print(Text.assemble("testbed: ", (testbed_label(bed), "bold")))
     console.print(f"workload: {wl.name} ({wl.scenario}), {repeats} repeats; space {sp.name}; "
                   f"configuration {config.short_hash} ({profile}"
                   + (f" + {', '.join(set_)}" if set_ else "") + ")")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.text import Text
 
 from nictune.cli._common import SIM_NOTE, console
 from nictune.cli.dbopt import DB_OPTION, open_db
@@ -31,7 +32,7 @@ def report(
     out_dir = out if out is not None else Path(f"nictune-report-job{job_id}")
     with console.status(f"building the report of job {job_id}"):
         result = build_report(dbe, job_id, out_dir)
-    console.print(f"report of job {job_id}: [bold]{result.html}[/]")
+    console.print(Text.assemble(f"report of job {job_id}: ", (str(result.html), "bold")))
     for name, path in result.figures.items():
         console.print(f"  figure {name}: {path}")
     for note in result.notes:

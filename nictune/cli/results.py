@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from rich import box
-from rich.markup import escape
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt
@@ -37,7 +36,7 @@ def print_noise(report: dict[str, Any]) -> None:
     if rec:
         console.print(f"recommended (best lower confidence bound): {rec['text']}")
     if report.get("best_feasible") is False:
-        console.print("[yellow]no configuration met every constraint; the best shown breaks the fewest[/]")
+        console.print("no configuration met every constraint; the best shown breaks the fewest", style="yellow")
     noise = report.get("noise") or {}
     obj = noise.get("objective")
     if obj:
@@ -84,6 +83,6 @@ def print_jobs(title: str, rows: list[dict[str, Any]]) -> None:
         sim = r["simulated"] and not r["testbed"].startswith("sim:")
         goal = ", ".join(r["objectives"]) + (f" [{', '.join(r['constraints'])}]" if r["constraints"] else "")
         table.add_row(str(r["job_id"]), r["state"], str(r["created_at"])[:16].replace("T", " "),
-                      r["testbed"] + (" (sim)" if sim else ""), r["workload"], escape(goal),  # "[" is markup
+                      r["testbed"] + (" (sim)" if sim else ""), r["workload"], goal,
                       r["engine"], f"{r['done']}/{r['budget']}", str(r["cached"]))
     console.print(table)

@@ -12,6 +12,7 @@ from types import FrameType
 from typing import Any
 
 import typer
+from rich.text import Text
 
 from nictune.cli._common import err_console
 
@@ -78,8 +79,8 @@ def serve(
                   if v is not None}
     settings = ApiSettings(**overrides)  # type: ignore[arg-type]
     if not _is_loopback(settings.host):
-        err_console.print(f"[yellow]warning:[/] listening on {settings.host}: the service speaks plain HTTP; "
-                          "put it behind a TLS proxy before exposing it", highlight=False)
+        err_console.print(Text.assemble(("warning:", "yellow"), f" listening on {settings.host}: the service speaks "
+                                        "plain HTTP; put it behind a TLS proxy before exposing it"), highlight=False)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _run(create_app(settings), settings.host, settings.port, log_level.lower(), settings.shutdown_grace_s)
 

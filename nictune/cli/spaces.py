@@ -9,6 +9,7 @@ from typing import Any
 import typer
 import yaml
 from rich.table import Table
+from rich.text import Text
 
 from nictune.cli._common import console, print_json
 from nictune.errors import InvalidInputError
@@ -43,7 +44,8 @@ def list_spaces(json_out: bool = typer.Option(False, "--json", help="Print JSON.
         table.add_row(r["name"], str(r["knobs"]), size, str(r["testbed"] or ""),
                       str(r["description"])[:90] + ("..." if len(str(r["description"])) > 90 else ""))
     console.print(table)
-    console.print("Show one with [bold]nictune spaces show NAME[/]; pass your own with --space FILE.")
+    console.print(Text.assemble("Show one with ", ("nictune spaces show NAME", "bold"),
+                                "; pass your own with --space FILE."))
 
 
 @app.command("show")
@@ -61,7 +63,7 @@ def show(
         print(yaml.safe_dump(info, sort_keys=False, allow_unicode=True), end="")
         return
     size = f"{info['size']:,}" if info["size"] is not None else "continuous"
-    console.print(f"[bold]{space.name}[/]: {space.description}")
+    console.print(Text.assemble((space.name, "bold"), f": {space.description}"))
     console.print(f"configurations: {size} (before constraints); default testbed: {space.testbed}")
     table = Table()
     for col in ("knob", "type", "allowed", "default", "unit", "active when", "applies via"):
@@ -85,11 +87,11 @@ def validate(path: Path = typer.Argument(..., help="YAML file of a search space.
         raise InvalidInputError(f"no such file: {path}", field="FILE", allowed="a readable YAML file")
     space = load_space(str(path))
     size = space.size()
-    console.print(
-        f"[green]valid[/]: space {space.name!r}, {len(space.knobs)} knobs, "
+    console.print(Text.assemble(
+        ("valid", "green"), f": space {space.name!r}, {len(space.knobs)} knobs, "
         f"{f'{size:,}' if size is not None else 'continuous'} configurations, "
         f"profiles: {', '.join(space.profile_names())}"
-    )
+    ))
 
 
 @app.command("probe")
@@ -129,7 +131,7 @@ def probe(
     for col in ("knob", "supported", "current value / reason"):
         table.add_column(col, overflow="fold")
     for r in results:
-        table.add_row(r.knob, "yes" if r.supported else "[red]no[/]",
+        table.add_row(r.knob, "yes" if r.supported else Text("no", style="red"),
                       str(r.current) if r.supported else r.reason)
     console.print(table)
     if out is not None:

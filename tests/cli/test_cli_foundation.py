@@ -78,6 +78,9 @@ def test_measure_noise_zero_is_exact_and_text_says_simulated(capsys: pytest.Capt
         (["--profile", "nope"], "unknown profile 'nope'"),
         (["--set", "mtu=1500; reboot"], "knob 'mtu'"),
         (["--noise", "3"], "noise"),
+        # Brackets are text, not console markup: "[/etc]" used to crash the error message itself.
+        (["--testbed", "pair:[/etc]"], "unknown testbed 'pair:[/etc]'"),
+        (["--set", "rx_mode=[bold]timer"], "'[bold]timer'"),
     ],
 )
 def test_measure_bad_input_exits_2_with_one_message(args: list[str], needle: str) -> None:
