@@ -174,28 +174,19 @@ def best_configurations(dbe: Any, testbed: str, workload: str, goal: Goal, top: 
     """The ``top`` configurations measured on ``testbed`` under ``workload``, ranked as
     ``GET /v1/history/best`` ranks them (:mod:`nictune.db.best`): by the mean over all their
     measurements and its interval, per testbed fingerprint."""
-    from nictune.db.best import configuration_means, configurations, jobs_of, noise_by_fingerprint, rank
+    from nictune.db.best import configuration_means, noise_by_fingerprint, rank, ranked_rows
 
     extra = sorted({c.metric for c in goal.constraints})
     policy = RacingPolicy(goal)
     with db.session_scope(dbe) as s:
         means = configuration_means(s, testbed, workload, extra)
         chosen = rank(policy, means, noise_by_fingerprint(policy, means))[:top]
-        pairs = [(c.testbed_id, c.configuration_id) for _, c in chosen]
-        configs = configurations(s, [c for _, c in pairs])
-        jobs = jobs_of(s, pairs)
-        rows = []
-        for nz, cand in chosen:
-            score = goal.score(cand.metrics)
-            iv = policy.shown(policy.mean_interval(score.value, cand.measurements, nz))
-            config = configs[cand.configuration_id]
-            rows.append({
-                "config_hash": config.hash, "config": json.loads(config.canonical), "metrics": cand.metrics,
-                "value": goal.objective.value(cand.metrics), "interval": {**iv.as_dict(), "noise_cv": nz.cv},
-                "feasible": score.feasible, "measurements": cand.measurements,
-                "jobs": jobs.get((cand.testbed_id, cand.configuration_id), []),
-            })
-    return rows
+        return [{
+            "config_hash": r.config.hash, "config": json.loads(r.config.canonical), "metrics": r.candidate.metrics,
+            "value": goal.objective.value(r.candidate.metrics),
+            "interval": r.interval.as_dict() | {"noise_cv": r.noise.cv}, "feasible": r.score.feasible,
+            "measurements": r.candidate.measurements, "jobs": r.jobs,
+        } for r in ranked_rows(s, policy, chosen)]
 
 
 @app.command("config")

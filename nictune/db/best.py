@@ -16,7 +16,8 @@ from sqlalchemy.orm import Session
 
 from nictune.db.models import MAIN_METRICS, Configuration, Job, Measurement, Testbed, Trial, Workload
 from nictune.errors import NictuneError
-from nictune.optimizer.racing import OBJECTIVE, Noise, RacingPolicy
+from nictune.optimizer.objectives import Score
+from nictune.optimizer.racing import OBJECTIVE, Interval, Noise, RacingPolicy
 
 
 @dataclass
@@ -113,6 +114,36 @@ def rank(policy: RacingPolicy, candidates: list[ConfigAggregate],
             scored.append((key, nz, candidate))
     scored.sort(key=lambda t: t[0], reverse=True)
     return [(nz, candidate) for _, nz, candidate in scored]
+
+
+@dataclass
+class RankedConfiguration:
+    """One configuration of the ranking as both front ends show it."""
+
+    candidate: ConfigAggregate
+    noise: Noise
+    config: Configuration
+    score: Score
+    #: The objective's mean and interval, in the objective's own sign.
+    interval: Interval
+    jobs: list[int]
+
+
+def ranked_rows(s: Session, policy: RacingPolicy, chosen: Sequence[tuple[Noise, ConfigAggregate]]
+                ) -> list[RankedConfiguration]:
+    """What ``GET /v1/history/best`` and ``nictune history best`` show of ``chosen`` (a
+    prefix of :func:`rank`): each configuration, its score, interval and jobs."""
+    pairs = [(c.testbed_id, c.configuration_id) for _, c in chosen]
+    configs = configurations(s, [c for _, c in pairs])
+    jobs = jobs_of(s, pairs)
+    rows = []
+    for nz, cand in chosen:
+        score = policy.goal.score(cand.metrics)
+        rows.append(RankedConfiguration(
+            candidate=cand, noise=nz, config=configs[cand.configuration_id], score=score,
+            interval=policy.shown(policy.mean_interval(score.value, cand.measurements, nz)),
+            jobs=jobs.get((cand.testbed_id, cand.configuration_id), [])))
+    return rows
 
 
 def noise_by_fingerprint(policy: RacingPolicy, candidates: list[ConfigAggregate]) -> dict[int, Noise]:

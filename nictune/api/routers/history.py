@@ -22,7 +22,7 @@ from nictune.api.settings import ApiSettings
 from nictune.api.submission import submittable_testbeds
 from nictune.api.views import clean_metrics, clean_score, config_dict, finite, sim_note, trial_view
 from nictune.db import session_scope
-from nictune.db.best import configuration_means, configurations, jobs_of, noise_by_fingerprint, rank
+from nictune.db.best import configuration_means, noise_by_fingerprint, rank, ranked_rows
 from nictune.errors import UnknownNameError
 from nictune.measure.workloads import WORKLOADS
 from nictune.optimizer import OBJECTIVES, Goal, MetricConstraint
@@ -89,24 +89,18 @@ def history_best(
         ranked = cache.get(("ranked", testbed, workload, objective, tuple(map(str, goal.constraints))), version,
                            lambda: rank(policy, means, noise))
         chosen = ranked[:top]
-        pairs = [(c.testbed_id, c.configuration_id) for _, c in chosen]
-        configs = configurations(s, [c for _, c in pairs])
-        beds = hq.testbeds(s, [t for t, _ in pairs])
-        jobs = jobs_of(s, pairs)
+        beds = hq.testbeds(s, [c.testbed_id for _, c in chosen])
         simulated = any(b.kind == "sim" for b in beds.values()) or testbed.startswith("sim:")
         items = []
-        for position, (nz, cand) in enumerate(chosen, start=1):
-            score = goal.score(cand.metrics)
-            iv = policy.shown(policy.mean_interval(score.value, cand.measurements, nz))
+        for position, r in enumerate(ranked_rows(s, policy, chosen), start=1):
+            cand, iv = r.candidate, r.interval
             items.append(BestConfiguration(
-                rank=position, config_hash=configs[cand.configuration_id].hash,
-                config=config_dict(configs[cand.configuration_id]),
+                rank=position, config_hash=r.config.hash, config=config_dict(r.config),
                 objective_value=finite(goal.objective.value(cand.metrics)),
                 interval=ObjectiveInterval(mean=finite(iv.mean), low=finite(iv.low), high=finite(iv.high), n=iv.n,
-                                           confidence=iv.confidence, noise_cv=nz.cv),
-                feasible=score.feasible, score=clean_score(score) or {}, metrics=clean_metrics(cand.metrics),
-                measurements=cand.measurements, trials=cand.trials,
-                jobs=jobs.get((cand.testbed_id, cand.configuration_id), []),
+                                           confidence=iv.confidence, noise_cv=r.noise.cv),
+                feasible=r.score.feasible, score=clean_score(r.score) or {}, metrics=clean_metrics(cand.metrics),
+                measurements=cand.measurements, trials=cand.trials, jobs=r.jobs,
                 last_measured_at=cand.last_measured_at, fingerprint=dict(beds[cand.testbed_id].fingerprint)))
     return json_response(BestOut(
         testbed=testbed, workload=workload, objective=objective, direction=goal.objective.direction,
