@@ -246,43 +246,83 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
     assert screenshot.stat().st_size > 10_000
 
 
-def test_a_finished_job_shows_its_recommendation_with_its_interval(service: Service, tmp_path: Path) -> None:
-    """The page's headline is the job's recommendation (best lower confidence bound), as the
-    CLI and the API give it, not the luckiest single run."""
-    sync_api = _require_browser()
-    server = service.server
-    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {service.submit_token}"}) as api:
-        created = api.post("/v1/jobs", json={"testbed": "sim:benson-40g", "budget": 8, "seed": 3})
+def _finished_job(service: Service, body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Submit a job through the API, wait until it completes; the job and its trials."""
+    with httpx.Client(base_url=service.server.url, headers={"Authorization": f"Bearer {service.submit_token}"}) as api:
+        created = api.post("/v1/jobs", json={"testbed": "sim:benson-40g", **body})
         assert created.status_code == 201, created.text
         job_id = created.json()["id"]
         deadline = time.monotonic() + 60
         while (job := api.get(f"/v1/jobs/{job_id}").json())["state"] != "completed":
             assert job["state"] in ("pending", "running") and time.monotonic() < deadline, job
             time.sleep(0.2)
-    rec = job["recommendation"]
-    assert rec and rec["n"] >= 2 and job["noise"]["objective"]["cv"] > 0
+        trials = api.get(f"/v1/jobs/{job_id}/trials", params={"limit": 100}).json()["items"]
+    return job, trials
 
+
+@contextmanager
+def _job_page(service: Service, tmp_path: Path, job_id: int) -> Iterator[Any]:
+    """Chromium on the dashboard, logged in with the read token, on the page of ``job_id``."""
+    sync_api = _require_browser()
     with sync_api.sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
             page.set_default_timeout(15_000)
-            page.goto(f"{server.url}/#/jobs")
+            page.goto(f"{service.server.url}/#/jobs")
             page.fill("#token-input", service.read_token)
             page.click("#login button[type=submit]")
             page.wait_for_selector(f"#jobs a.job-link[href='#/jobs/{job_id}']").click()
-            wait_until(page, "() => document.querySelector('#best-so-far')?.textContent.includes('Recommended')")
-            headline = page.inner_text("#best-so-far")
-            mean = page.evaluate("() => document.querySelector('#best-value').textContent")
-            assert float(mean.split(" ± ")[0]) == pytest.approx(rec["mean"], abs=0.005) and "Gbit/s" in mean  # 4 digits
-            assert f"n={rec['n']}, 90% CI" in headline and f"trial {rec['number']}" in headline
-            assert f"{job['noise']['objective']['cv'] * 100:.1f} % coefficient of variation" in headline
-            # Default vs best is drawn once the default configuration has loaded.
-            wait_until(page, "() => document.querySelector('#default-vs-best')?.textContent.includes('Recommended')")
-            page.screenshot(path=str(tmp_path / "dashboard-finished-job.png"), full_page=True)
+            yield page
+            assert errors == [], errors  # no script error on the way
         finally:
             context.close()
+
+
+def test_a_finished_job_shows_its_recommendation_with_its_interval(service: Service, tmp_path: Path) -> None:
+    """The page's headline is the job's recommendation (best lower confidence bound), as the
+    CLI and the API give it, not the luckiest single run."""
+    _require_browser()
+    job, _ = _finished_job(service, {"budget": 8, "seed": 3})
+    rec = job["recommendation"]
+    assert rec and rec["n"] >= 2 and job["noise"]["objective"]["cv"] > 0
+
+    with _job_page(service, tmp_path, job["id"]) as page:
+        wait_until(page, "() => document.querySelector('#best-so-far')?.textContent.includes('Recommended')")
+        headline = page.inner_text("#best-so-far")
+        mean = page.evaluate("() => document.querySelector('#best-value').textContent")
+        assert float(mean.split(" ± ")[0]) == pytest.approx(rec["mean"], abs=0.005) and "Gbit/s" in mean  # 4 digits
+        assert f"n={rec['n']}, 90% CI" in headline and f"trial {rec['number']}" in headline
+        assert f"{job['noise']['objective']['cv'] * 100:.1f} % coefficient of variation" in headline
+        # Default vs best is drawn once the default configuration has loaded.
+        wait_until(page, "() => document.querySelector('#default-vs-best')?.textContent.includes('Recommended')")
+        assert page.locator("#front-card").is_hidden()  # one objective: no Pareto front
+        page.screenshot(path=str(tmp_path / "dashboard-finished-job.png"), full_page=True)
+
+
+def test_a_two_objective_job_shows_its_pareto_front(service: Service, tmp_path: Path) -> None:
+    """The front the API returns, as a table, highlighted in a scatter of every trial and in
+    the trials table."""
+    _require_browser()
+    job, trials = _finished_job(service, {"objectives": ["throughput", "interrupts"], "budget": 10, "seed": 4})
+    front = sorted(f["number"] for f in job["front"])
+    completed = [t for t in trials if t["state"] == "completed"]
+    assert 1 <= len(front) < len(completed)
+
+    with _job_page(service, tmp_path, job["id"]) as page:
+        page.wait_for_selector("#front-table tbody tr")
+        assert sorted(int(n) for n in page.eval_on_selector_all(
+            "#front-table tbody tr", "rows => rows.map(r => r.dataset.trial)")) == front
+        header = page.inner_text("#front-table thead").lower()
+        assert "throughput" in header and "interrupts" in header
+        assert page.get_attribute("#pareto", "data-front") == str(len(front))
+        assert page.get_attribute("#pareto", "data-points") == str(len(completed))
+        assert f"{len(front)} configuration" in page.inner_text("#front-info")
+        wait_until(page, f"() => document.querySelectorAll('#trials tbody tr.on-front').length === {len(front)}")
+        page.screenshot(path=str(tmp_path / "dashboard-pareto-front.png"), full_page=True)
 
 
 def test_the_event_stream_parser(service: Service) -> None:

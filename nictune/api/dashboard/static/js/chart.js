@@ -19,6 +19,43 @@ export function ticks(lo, hi, count = 6) {
   return out;
 }
 
+/** [lo, hi] around `values` with a margin (from 0 when every value is positive and near it). */
+function paddedRange(values) {
+  let lo = Math.min(...values);
+  let hi = Math.max(...values);
+  if (lo === hi) {
+    const pad = Math.abs(lo) * 0.05 || 1;
+    lo -= pad;
+    hi += pad;
+  } else {
+    const pad = (hi - lo) * 0.06;
+    lo -= pad;
+    hi += pad;
+  }
+  if (lo < 0 && Math.min(...values) >= 0) lo = 0;
+  return [lo, hi];
+}
+
+/** Grid lines, tick labels, both axes and their labels in the plot area of WIDTH x HEIGHT. */
+function drawAxes(svg, {X, Y, xTicks, yTicks, xText = num, xLabel, yLabel}) {
+  const left = PAD.left, right = WIDTH - PAD.right, top = PAD.top, bottom = HEIGHT - PAD.bottom;
+  const grid = s("g", {class: "grid"});
+  for (const t of yTicks) {
+    grid.append(s("line", {x1: left, x2: right, y1: Y(t), y2: Y(t)}),
+      s("text", {x: left - 8, y: Y(t) + 4, "text-anchor": "end", class: "tick"}, num(t)));
+  }
+  for (const t of xTicks) {
+    grid.append(s("line", {x1: X(t), x2: X(t), y1: bottom, y2: bottom + 5, class: "xtick"}),
+      s("text", {x: X(t), y: bottom + 19, "text-anchor": "middle", class: "tick"}, xText(t)));
+  }
+  svg.append(grid,
+    s("line", {x1: left, x2: right, y1: bottom, y2: bottom, class: "axis"}),
+    s("line", {x1: left, x2: left, y1: top, y2: bottom, class: "axis"}),
+    s("text", {x: (left + right) / 2, y: HEIGHT - 6, "text-anchor": "middle", class: "axis-label"}, xLabel),
+    s("text", {x: 14, y: (top + bottom) / 2, "text-anchor": "middle", class: "axis-label",
+               transform: `rotate(-90 14 ${(top + bottom) / 2})`}, yLabel));
+}
+
 /**
  * Draw (or redraw) the chart into `svg`.
  * @param {SVGSVGElement} svg
@@ -43,41 +80,15 @@ export function drawConvergence(svg, data) {
       "No completed trial yet: the chart fills in as trials finish."));
     return;
   }
-  let lo = Math.min(...ys);
-  let hi = Math.max(...ys);
-  if (lo === hi) {
-    const pad = Math.abs(lo) * 0.05 || 1;
-    lo -= pad;
-    hi += pad;
-  } else {
-    const pad = (hi - lo) * 0.06;
-    lo -= pad;
-    hi += pad;
-  }
-  if (lo < 0 && Math.min(...ys) >= 0) lo = 0;
+  const [lo, hi] = paddedRange(ys);
   const xmax = Math.max(data.budget - 1, ...data.points.map((p) => p.x), 1);
   const left = PAD.left, right = WIDTH - PAD.right, top = PAD.top, bottom = HEIGHT - PAD.bottom;
   const X = (x) => left + (x / xmax) * (right - left);
   const Y = (y) => bottom - ((y - lo) / (hi - lo)) * (bottom - top);
 
-  // Grid and axes.
-  const grid = s("g", {class: "grid"});
-  for (const t of ticks(lo, hi)) {
-    if (t < lo || t > hi) continue;
-    grid.append(s("line", {x1: left, x2: right, y1: Y(t), y2: Y(t)}),
-      s("text", {x: left - 8, y: Y(t) + 4, "text-anchor": "end", class: "tick"}, num(t)));
-  }
-  for (const t of ticks(0, xmax, 8)) {
-    if (t !== Math.round(t)) continue;
-    grid.append(s("line", {x1: X(t), x2: X(t), y1: bottom, y2: bottom + 5, class: "xtick"}),
-      s("text", {x: X(t), y: bottom + 19, "text-anchor": "middle", class: "tick"}, String(t)));
-  }
-  svg.append(grid,
-    s("line", {x1: left, x2: right, y1: bottom, y2: bottom, class: "axis"}),
-    s("line", {x1: left, x2: left, y1: top, y2: bottom, class: "axis"}),
-    s("text", {x: (left + right) / 2, y: HEIGHT - 6, "text-anchor": "middle", class: "axis-label"}, "trial"),
-    s("text", {x: 14, y: (top + bottom) / 2, "text-anchor": "middle", class: "axis-label",
-               transform: `rotate(-90 14 ${(top + bottom) / 2})`}, `${data.label} (${data.unit})`));
+  drawAxes(svg, {X, Y, yTicks: ticks(lo, hi).filter((t) => t >= lo && t <= hi),
+                 xTicks: ticks(0, xmax, 8).filter((t) => t === Math.round(t)), xText: String,
+                 xLabel: "trial", yLabel: `${data.label} (${data.unit})`});
 
   // The default's value: a dashed reference line.
   if (data.defaultValue !== null && Number.isFinite(data.defaultValue)) {
@@ -121,5 +132,52 @@ export function drawConvergence(svg, data) {
     s("line", {x1: 316, x2: 338, y1: 0, y2: 0, class: "default-line"}),
     s("text", {x: 344, y: 4}, data.defaultValue !== null && Number.isFinite(data.defaultValue)
       ? "default configuration" : "default configuration (not measured in this job)"));
+  svg.append(legend);
+}
+
+/**
+ * A two-objective job's trials in the plane of its first two objectives, the Pareto front
+ * highlighted and joined in order of the first objective.
+ * @param {SVGSVGElement} svg
+ * @param {{points: {x: number, y: number, front: boolean, feasible: boolean, title: string}[],
+ *          xLabel: string, yLabel: string}} data
+ */
+export function drawFront(svg, data) {
+  svg.replaceChildren();
+  svg.setAttribute("viewBox", `0 0 ${WIDTH} ${HEIGHT}`);
+  svg.setAttribute("role", "img");
+  const drawn = data.points.filter((p) => Number.isFinite(p.x) && Number.isFinite(p.y));
+  const front = drawn.filter((p) => p.front).sort((a, b) => a.x - b.x || a.y - b.y);
+  svg.dataset.points = String(drawn.length);
+  svg.dataset.front = String(front.length);
+  svg.append(s("title", {}, `${data.yLabel} against ${data.xLabel}: every trial, the Pareto front highlighted`));
+  if (drawn.length === 0) {
+    svg.append(s("text", {x: WIDTH / 2, y: HEIGHT / 2, class: "chart-empty", "text-anchor": "middle"},
+      "No completed trial yet."));
+    return;
+  }
+  const [xlo, xhi] = paddedRange(drawn.map((p) => p.x));
+  const [ylo, yhi] = paddedRange(drawn.map((p) => p.y));
+  const left = PAD.left, right = WIDTH - PAD.right, top = PAD.top, bottom = HEIGHT - PAD.bottom;
+  const X = (x) => left + ((x - xlo) / (xhi - xlo)) * (right - left);
+  const Y = (y) => bottom - ((y - ylo) / (yhi - ylo)) * (bottom - top);
+  drawAxes(svg, {X, Y, xTicks: ticks(xlo, xhi, 8).filter((t) => t >= xlo && t <= xhi),
+                 yTicks: ticks(ylo, yhi).filter((t) => t >= ylo && t <= yhi),
+                 xLabel: data.xLabel, yLabel: data.yLabel});
+  if (front.length > 1) {
+    svg.append(s("path", {d: front.map((p, i) => `${i ? "L" : "M"}${X(p.x)},${Y(p.y)}`).join(""), class: "front-line"}));
+  }
+  const dots = s("g", {class: "points"});
+  for (const p of [...drawn.filter((q) => !q.front), ...front]) {  // the front on top
+    dots.append(s("circle", {cx: X(p.x), cy: Y(p.y), r: p.front ? 4.6 : 3.2,
+                             class: ["pt", p.front ? "on-front" : "", p.feasible ? "" : "infeasible"]},
+      s("title", {}, p.title)));
+  }
+  svg.append(dots);
+  const legend = s("g", {class: "legend", transform: `translate(${left},14)`});
+  legend.append(
+    s("circle", {cx: 5, cy: 0, r: 3.2, class: "pt"}), s("text", {x: 13, y: 4}, "trial"),
+    s("circle", {cx: 60, cy: 0, r: 4.6, class: "pt on-front"}), s("text", {x: 68, y: 4}, "on the Pareto front"),
+    s("circle", {cx: 200, cy: 0, r: 3.2, class: "pt infeasible"}), s("text", {x: 208, y: 4}, "breaks a constraint"));
   svg.append(legend);
 }

@@ -2,7 +2,7 @@
 // the sortable trials table, default vs best, and the export downloads.
 
 import {ApiError, allItems, api, download, explain, followEvents} from "../api.js";
-import {drawConvergence} from "../chart.js";
+import {drawConvergence, drawFront} from "../chart.js";
 import {duration, fill, h, num, s, shortHash, simBadge, stateBadge, testbedLabel, val, when} from "../dom.js";
 import {better, directionText, objectiveNamed, objectiveValue, scoreOf} from "../goal.js";
 import {meta} from "../meta.js";
@@ -54,6 +54,10 @@ export function render(root, ctx, jobId) {
   const cancelButton = h("button", {type: "button", id: "cancel", class: "danger", hidden: true, onclick: cancel}, "Cancel job");
   const chart = s("svg", {id: "convergence", class: "convergence", "aria-label": "convergence chart"});
   const compareBox = h("div", {id: "default-vs-best"});
+  const frontCard = h("section", {class: "card", id: "front-card", hidden: true});
+  const frontChart = s("svg", {id: "pareto", class: "convergence", "aria-label": "Pareto front chart"});
+  const frontInfo = h("p", {class: "muted", id: "front-info"});
+  const frontTable = h("div", {id: "front-table"});
   const knobToggle = h("input", {type: "checkbox", id: "show-knobs", onchange: (e) => { st.showKnobs = e.target.checked; drawTrials(); }});
   const trialsInfo = h("p", {class: "muted", id: "trials-info"});
   const table = new SortableTable([{key: "number", label: "#", value: (t) => t.number}],
@@ -74,6 +78,7 @@ export function render(root, ctx, jobId) {
     h("section", {class: "card"},
       h("div", {class: "card-head"}, h("h2", {}, "Convergence"), h("span", {class: "muted", id: "chart-caption"})),
       h("div", {class: "chart-wrap"}, chart)),
+    fill(frontCard, h("h2", {}, "Pareto front"), frontInfo, h("div", {class: "chart-wrap"}, frontChart), frontTable),
     h("section", {class: "card"}, h("h2", {}, "Default vs best"), compareBox),
     h("section", {class: "card"},
       h("div", {class: "card-head"}, h("h2", {}, "Trials"),
@@ -146,7 +151,13 @@ export function render(root, ctx, jobId) {
 
   function rowClass(t) {
     return [t.state === "failed" ? "failed" : "", marks.best === t.number ? "is-best" : "",
-            marks.def === t.number ? "is-default" : ""].filter(Boolean).join(" ");
+            marks.def === t.number ? "is-default" : "", frontNumbers().has(t.number) ? "on-front" : ""]
+      .filter(Boolean).join(" ");
+  }
+
+  /** Trial numbers on the job's Pareto front (the API gives it once a multi-objective job ends). */
+  function frontNumbers() {
+    return new Set(((st.job && st.job.front) || []).map((f) => f.number));
   }
 
   async function refreshJob() {
@@ -317,6 +328,42 @@ export function render(root, ctx, jobId) {
       st.defaults ? null : h("p", {class: "muted"}, "This server does not report the job's default configuration (no /default endpoint)."));
   }
 
+  function drawParetoFront() {
+    const job = st.job;
+    frontCard.hidden = !job || job.objectives.length < 2;
+    if (frontCard.hidden) return;
+    const objs = job.objectives.map(objectiveNamed);
+    const onFront = frontNumbers();
+    const known = job.front !== null && job.front !== undefined;
+    const axis = (o) => `${o.label} (${o.unit}), ${directionText(o)}`;
+    const completed = ordered().filter((t) => t.state === "completed" && t.metrics);
+    drawFront(frontChart, {
+      xLabel: axis(objs[0]), yLabel: axis(objs[1]),
+      points: completed.map((t) => {
+        const [x, y] = [objectiveValue(objs[0], t.metrics), objectiveValue(objs[1], t.metrics)];
+        return {x, y, front: onFront.has(t.number), feasible: !t.score || t.score.feasible !== false,
+                title: `trial ${t.number}: ${num(x)} ${objs[0].unit}, ${num(y)} ${objs[1].unit}`};
+      }),
+    });
+    frontInfo.textContent = known
+      ? `${onFront.size} configuration${onFront.size === 1 ? "" : "s"} that no other trial beats on every objective` +
+        (objs.length > 2 ? ` (the chart shows the first two of ${objs.length} objectives)` : "") +
+        (job.simulated ? " — simulated (a model)" : "") + "."
+      : "The front is worked out when the job ends; until then the chart shows every trial.";
+    if (!known) {
+      fill(frontTable);
+      return;
+    }
+    const rows = [...job.front].sort((a, b) => (objectiveValue(objs[0], a.metrics) ?? 0) - (objectiveValue(objs[0], b.metrics) ?? 0));
+    fill(frontTable, h("div", {class: "scroll"}, h("table", {class: "front"},
+      h("thead", {}, h("tr", {}, h("th", {class: "num"}, "#"),
+        objs.map((o) => h("th", {class: "num", title: directionText(o)}, `${o.label} (${o.unit})`)),
+        h("th", {}, "Feasible"), h("th", {}, "Configuration"))),
+      h("tbody", {}, rows.map((f) => h("tr", {"data-trial": f.number}, h("td", {class: "num"}, String(f.number)),
+        objs.map((o) => h("td", {class: "num"}, num(objectiveValue(o, f.metrics)))),
+        h("td", {}, f.feasible ? "yes" : "no"), h("td", {}, shortHash(f.config_hash))))))));
+  }
+
   function trialColumns(trials) {
     const obj = st.objective;
     const metrics = new Set();
@@ -365,7 +412,7 @@ export function render(root, ctx, jobId) {
     const failed = trials.filter((t) => t.state === "failed").length;
     trialsInfo.textContent = `${trials.length} finished trial${trials.length === 1 ? "" : "s"}` +
       (failed ? `, ${failed} failed` : "") + " · click a column header to sort · ★ = the objective's metric" +
-      " · highlighted: best (green), default (blue)";
+      " · highlighted: best (green), default (blue)" + (frontNumbers().size ? ", on the Pareto front (yellow-green)" : "");
   }
 
   function drawExports() {
@@ -410,6 +457,7 @@ export function render(root, ctx, jobId) {
     drawProgress();
     drawChart();
     drawCompare();
+    drawParetoFront();
     drawTrials();
     drawExports();
   }
