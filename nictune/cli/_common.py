@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import Any
 
 from rich.console import Console
@@ -18,6 +19,17 @@ from nictune.measure._base import METRICS, Testbed
 # Styles go through ``style=`` or :class:`rich.text.Text`.
 console = Console(markup=False)
 err_console = Console(stderr=True, markup=False)
+
+
+class LogLevel(StrEnum):
+    """``--log-level`` of the long-running commands."""
+
+    critical = "critical"
+    error = "error"
+    warning = "warning"
+    info = "info"
+    debug = "debug"
+
 
 SIM_NOTE = "simulated testbed: figures come from a model of the seed papers, not from hardware"
 

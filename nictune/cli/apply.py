@@ -10,6 +10,7 @@ from nictune.cli._common import console, err_console
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.errors import InvalidInputError, NotFoundError
 from nictune.jobs import job_report, trial_rows
+from nictune.jobs.runner import INT32_MAX
 from nictune.measure.registry import open_testbed
 from nictune.search_spaces import space_from_dict
 
@@ -20,7 +21,7 @@ def register(app: typer.Typer) -> None:
 
 
 def apply(
-    job_id: int = typer.Argument(..., help="Job whose configuration to apply."),
+    job_id: int = typer.Argument(..., min=1, max=INT32_MAX, help="Job whose configuration to apply."),
     testbed: str = typer.Option(..., "--testbed", "-t", help="veth:NAME or a pair YAML file (a real testbed)."),
     trial: int | None = typer.Option(None, "--trial", help="Apply this trial's configuration instead of the best."),
     db_url: str | None = DB_OPTION,

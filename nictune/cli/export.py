@@ -11,6 +11,7 @@ from nictune.cli._common import SIM_NOTE, console, err_console
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.errors import InvalidInputError
 from nictune.export import FORMATS, load_source, render_json, render_sysctl, render_tuned, write_export
+from nictune.jobs.runner import INT32_MAX
 
 _STDOUT = {"tuned": render_tuned, "sysctl": render_sysctl, "json": render_json}
 
@@ -21,7 +22,7 @@ def register(app: typer.Typer) -> None:
 
 
 def export(
-    job_id: int = typer.Argument(..., help="Job id (see nictune history)."),
+    job_id: int = typer.Argument(..., min=1, max=INT32_MAX, help="Job id (see nictune history)."),
     fmt: str = typer.Option(..., "--format", "-f", metavar="FORMAT", help="tuned, sysctl, script or json."),
     out: Path | None = typer.Option(
         None, "--out", "-o", metavar="PATH",

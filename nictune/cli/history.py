@@ -16,6 +16,7 @@ from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, history_best_remote,
 from nictune.cli.results import print_best, print_front, print_jobs, print_noise
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
+from nictune.jobs.runner import INT32_MAX
 from nictune.optimizer import OBJECTIVES, Goal, get_objective
 from nictune.optimizer.racing import RacingPolicy
 
@@ -30,14 +31,18 @@ def parse_since(text: str | None) -> datetime | None:
     if text is None:
         return None
     units = {"d": "days", "h": "hours", "m": "minutes"}
-    if text[:-1].isdigit() and text[-1:] in units:
-        return datetime.now(UTC) - timedelta(**{units[text[-1]]: int(text[:-1])})
+    allowed = "YYYY-MM-DD, ISO timestamp, Nd, Nh, Nm"
     try:
+        if text[:-1].isdigit() and text[-1:] in units:
+            return datetime.now(UTC) - timedelta(**{units[text[-1]]: int(text[:-1])})
         when = datetime.fromisoformat(text)
+        return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
     except ValueError:
         raise InvalidInputError(f"--since {text!r}: expected a date (2026-11-01), a timestamp or 7d/12h/30m",
-                                field="since", allowed="YYYY-MM-DD, ISO timestamp, Nd, Nh, Nm") from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+                                field="since", allowed=allowed) from None
+    except OverflowError:  # 99999999d, or a time zone that takes 9999-12-31 past the calendar
+        raise InvalidInputError(f"--since {text!r}: out of the calendar's range", field="since",
+                                allowed=allowed) from None
 
 
 @app.callback()
@@ -90,7 +95,7 @@ def _db(ctx: typer.Context, db_url: str | None) -> Any:
 @app.command("show")
 def show(
     ctx: typer.Context,
-    job_id: int = typer.Argument(..., help="Job id (see nictune history)."),
+    job_id: int = typer.Argument(..., min=1, max=INT32_MAX, help="Job id (see nictune history)."),
     db_url: str | None = DB_OPTION,
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:

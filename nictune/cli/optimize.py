@@ -17,7 +17,7 @@ from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
 from nictune.cli.results import print_front, print_noise
 from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_report
-from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE
+from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE, INT32_MAX
 from nictune.measure._base import METRICS
 from nictune.measure.registry import DEFAULT_TESTBED
 from nictune.measure.workloads import WORKLOADS
@@ -73,7 +73,8 @@ def optimize(
     noise: float | None = typer.Option(None, "--noise", help="Simulated testbeds: noise (coefficient of variation)."),
     scenario: str | None = typer.Option(None, "--scenario", help="idle or busy host."),
     duration: float | None = typer.Option(None, "--duration", help="Seconds per benchmark run (default 10)."),
-    resume: int | None = typer.Option(None, "--resume", metavar="JOB_ID", help="Resume a stopped job."),
+    resume: int | None = typer.Option(None, "--resume", metavar="JOB_ID", min=1, max=INT32_MAX,
+                                        help="Resume a stopped job."),
     db_url: str | None = DB_OPTION,
     server: str | None = SERVER_OPTION,
     token: str | None = TOKEN_OPTION,
@@ -254,7 +255,7 @@ def _print_result(report: dict[str, Any]) -> None:
     if not report.get("changes"):
         changes.add_row("(none: the default is best)", "", "", "")
     console.print(changes)
-    metrics = Table(title="default vs best: mean \\[min .. max] over repeats"
+    metrics = Table(title="default vs best: mean [min .. max] over repeats"
                     + (" (simulated)" if report["simulated"] else ""))
     metrics.add_column("metric")
     metrics.add_column("default", justify="right")
@@ -264,7 +265,7 @@ def _print_result(report: dict[str, Any]) -> None:
             if not row or name not in row["metrics"]:
                 return "-"
             sp = row["spread"].get(name, {})
-            rng = f" \\[{fmt(sp['min'])} .. {fmt(sp['max'])}]" if sp and sp.get("max") != sp.get("min") else ""
+            rng = f" [{fmt(sp['min'])} .. {fmt(sp['max'])}]" if sp and sp.get("max") != sp.get("min") else ""
             return fmt(row["metrics"][name]) + rng
         metrics.add_row(name, cell(default), cell(best))
     console.print(metrics)

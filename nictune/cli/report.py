@@ -9,6 +9,7 @@ from rich.text import Text
 
 from nictune.cli._common import SIM_NOTE, console
 from nictune.cli.dbopt import DB_OPTION, open_db
+from nictune.jobs.runner import INT32_MAX
 from nictune.report import build_report
 
 
@@ -18,7 +19,7 @@ def register(app: typer.Typer) -> None:
 
 
 def report(
-    job_id: int = typer.Argument(..., help="Job id (see nictune history)."),
+    job_id: int = typer.Argument(..., min=1, max=INT32_MAX, help="Job id (see nictune history)."),
     out: Path | None = typer.Option(None, "--out", "-o", metavar="DIR",
                                     help="Directory for report.html and the PNGs (default: ./nictune-report-jobN)."),
     db_url: str | None = DB_OPTION,

@@ -14,7 +14,7 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from nictune.cli._common import err_console
+from nictune.cli._common import LogLevel, err_console
 
 
 def _is_loopback(host: str) -> bool:
@@ -53,7 +53,8 @@ def serve(
     testbed: list[str] = typer.Option([], "--allow-testbed", metavar="TESTBED",
                                       help="Let clients submit to this non-simulated testbed (repeatable)."),
     max_budget: int | None = typer.Option(None, "--max-budget", min=1, help="Largest budget a client may ask for."),
-    log_level: str = typer.Option("info", "--log-level", help="critical, error, warning, info or debug."),
+    log_level: LogLevel = typer.Option(LogLevel.info, "--log-level", case_sensitive=False,
+                                       help="How much to log."),
     executor: str | None = typer.Option(None, "--executor", help="local (measure in this process) or celery "
                                  "(jobs on pool:NAME go to that pool's `nictune worker` processes); default local."),
     broker: str | None = typer.Option(None, "--broker", metavar="URL", envvar="NICTUNE_BROKER_URL",
@@ -81,8 +82,8 @@ def serve(
     if not _is_loopback(settings.host):
         err_console.print(Text.assemble(("warning:", "yellow"), f" listening on {settings.host}: the service speaks "
                                         "plain HTTP; put it behind a TLS proxy before exposing it"), highlight=False)
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    _run(create_app(settings), settings.host, settings.port, log_level.lower(), settings.shutdown_grace_s)
+    logging.basicConfig(level=log_level.value.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _run(create_app(settings), settings.host, settings.port, log_level.value, settings.shutdown_grace_s)
 
 
 def register(app: typer.Typer) -> None:

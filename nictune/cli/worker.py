@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from nictune.cli._common import console, print_json
+from nictune.cli._common import LogLevel, console, print_json
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION
 
 BROKER_OPTION = typer.Option(None, "--broker", metavar="URL", envvar="NICTUNE_BROKER_URL",
@@ -36,7 +36,8 @@ def worker(
     pool: str = typer.Option("default", "--pool", help="The pool this worker serves (jobs name it as pool:NAME)."),
     time_limit: float = typer.Option(900.0, "--time-limit", metavar="S",
                                      help="Seconds one measurement may take; it is then stopped and restored."),
-    log_level: str = typer.Option("warning", "--log-level", help="critical, error, warning, info or debug."),
+    log_level: LogLevel = typer.Option(LogLevel.warning, "--log-level", case_sensitive=False,
+                                       help="How much to log."),
 ) -> None:
     """Measure for the service: a Celery worker bound to one testbed, one trial at a time.
 
@@ -46,9 +47,9 @@ def worker(
     """
     from nictune.executors.worker import WorkerConfig, run_worker
 
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=log_level.value.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     cfg = WorkerConfig(testbed=testbed, pool=pool, time_limit_s=time_limit,
-                       settings=_celery_settings(broker, backend), loglevel=log_level.upper())
+                       settings=_celery_settings(broker, backend), loglevel=log_level.value.upper())
     code = run_worker(cfg)
     if code:
         raise typer.Exit(code)

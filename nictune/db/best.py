@@ -32,6 +32,8 @@ class ConfigAggregate:
     metrics: dict[str, float]
     #: Mean of the squares of each main metric (its variance, with the mean): the noise.
     squares: dict[str, float] = field(default_factory=dict)
+    #: The workload's name.
+    workload: str = ""
 
 
 def _square(column: Any) -> Any:
@@ -68,12 +70,13 @@ def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: 
         means, sq = rest[:len(names)], rest[len(names):]
         metrics = {name: float(v) for name, v in zip(names, means, strict=True) if v is not None}
         mean_squares = {name: float(v) for name, v in zip(MAIN_METRICS, sq, strict=True) if v is not None}
-        out.append(ConfigAggregate(testbed_id, config_id, int(n), int(trials), last, metrics, mean_squares))
+        out.append(ConfigAggregate(testbed_id, config_id, int(n), int(trials), last, metrics, mean_squares,
+                                   workload))
     return out
 
 
-def jobs_of(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], list[int]]:
-    """Jobs that measured each (testbed id, configuration id) pair, ascending."""
+def jobs_of(s: Session, pairs: Iterable[tuple[int, int]], workload: str) -> dict[tuple[int, int], list[int]]:
+    """Jobs under ``workload`` that measured each (testbed id, configuration id) pair, ascending."""
     wanted = list(pairs)
     if not wanted:
         return {}
@@ -81,7 +84,8 @@ def jobs_of(s: Session, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int
     stmt = (select(Job.testbed_id, Trial.configuration_id, Trial.job_id)
             .join(Job, Trial.job_id == Job.id)
             .where(Trial.configuration_id.in_({c for _, c in wanted}), Trial.state == "completed",
-                   Trial.source == "measured")
+                   Trial.source == "measured",
+                   Job.workload_id.in_(select(Workload.id).where(Workload.name == workload)))
             .distinct())
     for testbed_id, config_id, job_id in s.execute(stmt):
         if (testbed_id, config_id) in found:
@@ -135,7 +139,7 @@ def ranked_rows(s: Session, policy: RacingPolicy, chosen: Sequence[tuple[Noise, 
     prefix of :func:`rank`): each configuration, its score, interval and jobs."""
     pairs = [(c.testbed_id, c.configuration_id) for _, c in chosen]
     configs = configurations(s, [c for _, c in pairs])
-    jobs = jobs_of(s, pairs)
+    jobs = jobs_of(s, pairs, chosen[0][1].workload) if chosen else {}  # one ranking, one workload
     rows = []
     for nz, cand in chosen:
         score = policy.goal.score(cand.metrics)

@@ -137,15 +137,22 @@ def _check_engine(engine: str, objectives: Sequence[str]) -> None:
         raise UnknownNameError("engine", engine, list(ENGINES))
 
 
+#: Largest budget, seed and id: what every database's INTEGER column holds.
+INT32_MAX = 2**31 - 1
+
+
 def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactory | None = None) -> int:
     """Validate ``spec`` and store it as a pending job; returns the job id.
 
     Raises:
         InvalidInputError: naming the field at fault, before anything is stored.
     """
-    if spec.budget < 1:
+    if not 1 <= spec.budget <= INT32_MAX:
         raise InvalidInputError(f"budget must be a positive number of trials, got {spec.budget}",
-                                field="budget", allowed="an integer >= 1")
+                                field="budget", allowed=f"an integer from 1 to {INT32_MAX}")
+    if spec.seed is not None and not 0 <= spec.seed <= INT32_MAX:
+        raise InvalidInputError(f"seed must be between 0 and {INT32_MAX}, got {spec.seed}",
+                                field="seed", allowed=f"0..{INT32_MAX}")
     if not 1 <= spec.repeats <= 100:
         raise InvalidInputError(f"repeats must be between 1 and 100, got {spec.repeats}",
                                 field="repeats", allowed="1..100")

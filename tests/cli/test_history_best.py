@@ -69,6 +69,7 @@ def test_a_job_that_meets_no_constraint_says_so_then_and_later(tmp_path: Path) -
     assert run.returncode == 0, run.stderr
     warning = "no configuration met every constraint; the best shown breaks the fewest"
     assert warning in run.stdout
+    assert "default vs best: mean [min .. max] over repeats" in run.stdout and "\\" not in run.stdout
     shown = nictune(db, "history", "show", "1")
     assert shown.returncode == 0, shown.stderr
     assert warning in shown.stdout
@@ -77,3 +78,19 @@ def test_a_job_that_meets_no_constraint_says_so_then_and_later(tmp_path: Path) -
     met = nictune(db, "optimize", "--objective", "throughput", "--constraint", "loss<=50", "--budget", "4")
     assert met.returncode == 0, met.stderr
     assert warning not in met.stdout and warning not in nictune(db, "history", "show", "2").stdout
+
+
+def test_history_best_names_only_the_jobs_of_its_workload(tmp_path: Path) -> None:
+    """The default configuration is measured by a TCP job and a UDP job: the UDP ranking's
+    jobs column names the UDP job only."""
+    db = tmp_path / "history.db"
+    for workload in ("tcp", "udp"):
+        run = nictune(db, "optimize", "--objective", "throughput", "--workload", workload, "--budget", "4",
+                      "--seed", "1", "--no-warm-start")
+        assert run.returncode == 0, run.stderr
+    for workload, job in (("tcp", 1), ("udp", 2)):
+        best = nictune(db, "history", "best", "-t", "sim:benson-40g", "-w", workload, "-o", "throughput",
+                       "--top", "10", "--json")
+        assert best.returncode == 0, best.stderr
+        rows = json.loads(best.stdout)
+        assert len(rows) >= 3 and all(r["jobs"] == [job] for r in rows), [r["jobs"] for r in rows]
