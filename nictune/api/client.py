@@ -119,6 +119,9 @@ class Client:
 
     def __init__(self, server: str, token: str | None = None, *, timeout: float = 30.0,
                  transport: httpx.BaseTransport | None = None):
+        if not server.startswith(("http://", "https://")):
+            raise InvalidInputError(f"--server {server!r}: expected the service's URL, e.g. http://127.0.0.1:8080",
+                                    field="server", allowed="http://HOST:PORT or https://HOST:PORT")
         token = token if token is not None else os.environ.get(TOKEN_ENV)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.server = server.rstrip("/")

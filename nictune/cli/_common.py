@@ -44,7 +44,11 @@ def parse_assignments(items: Sequence[str], option: str = "--set") -> dict[str, 
                 f"{option} {item!r}: expected KNOB=VALUE, e.g. {option} mtu=9000",
                 field=option, allowed="KNOB=VALUE",
             )
-        out[name.strip()] = value.strip()
+        name = name.strip()
+        if name in out:  # the last would win silently, while the output names both
+            raise InvalidInputError(f"{option} {name} given twice ({out[name]!r} and {value.strip()!r})",
+                                    field=option, allowed=f"one {option} per name")
+        out[name] = value.strip()
     return out
 
 

@@ -17,6 +17,7 @@ from nictune.cli.results import print_best, print_front, print_jobs, print_noise
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
 from nictune.jobs.runner import INT32_MAX
+from nictune.measure.workloads import get_workload
 from nictune.optimizer import OBJECTIVES, Goal, get_objective
 from nictune.optimizer.racing import RacingPolicy
 
@@ -70,6 +71,8 @@ def jobs(
         return
     if objective is not None:
         get_objective(objective)
+    if workload is not None:
+        get_workload(workload)  # an unknown name is a typo, not an empty result
     dbe = open_db(db_url)
     with db.session_scope(dbe) as s:
         rows: list[dict[str, Any]] = [{
@@ -84,7 +87,9 @@ def jobs(
         return
     print_jobs("jobs (newest first)", [r | {"done": r["trials"], "cached": r["stats"].get("cached", 0)}
                                        for r in rows])
-    if not rows:
+    if not rows and any(v is not None for v in (testbed, workload, objective, since, state)):
+        console.print("no job matches these filters")
+    elif not rows:
         console.print("no jobs yet: run  nictune optimize --objective throughput")
 
 
@@ -153,8 +158,11 @@ def best(
     testbed: str = typer.Option(..., "--testbed", "-t", help="Testbed name."),
     workload: str = typer.Option(..., "--workload", "-w", help="Workload name."),
     objective: str = typer.Option(..., "--objective", "-o", help=f"One of {', '.join(OBJECTIVES)}."),
-    constraint: list[str] = typer.Option([], "--constraint", "-c", help="Only configurations meeting this."),
-    top: int = typer.Option(5, "--top", min=1, max=1000, help="How many."),
+    constraint: list[str] = typer.Option(
+        [], "--constraint", "-c",
+        help="e.g. loss<=0.1 (repeatable): configurations whose mean meets it rank first; the others follow, "
+             "marked as breaking it."),
+    top: int = typer.Option(5, "--top", min=1, max=100, help="How many."),
     db_url: str | None = DB_OPTION,
     server: str | None = SERVER_OPTION,
     token: str | None = TOKEN_OPTION,
@@ -162,6 +170,7 @@ def best(
 ) -> None:
     """The best configurations ever measured on a testbed under a workload, across jobs."""
     goal = Goal.from_names([objective], constraint)
+    get_workload(workload)
     server = server or (ctx.obj or {}).get("server")
     if server is not None:
         history_best_remote(server, token or (ctx.obj or {}).get("token"), testbed, workload, objective,

@@ -11,7 +11,7 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from nictune.cli._common import SIM_NOTE, console, err_console, fmt, print_json
+from nictune.cli._common import SIM_NOTE, console, err_console, fmt, parse_assignments, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
 from nictune.cli.results import print_front, print_noise
@@ -25,16 +25,13 @@ from nictune.optimizer import ENGINES, OBJECTIVES, get_objective
 
 
 def _parse_params(items: list[str]) -> dict[str, Any]:
+    """``--param population=16`` -> ``{"population": 16}`` (JSON values, else the text)."""
     params: dict[str, Any] = {}
-    for item in items:
-        name, sep, raw = item.partition("=")
-        if not sep or not name:
-            raise InvalidInputError(f"--param {item!r}: expected NAME=VALUE, e.g. --param population=16",
-                                    field="engine_params", allowed="NAME=VALUE")
+    for name, raw in parse_assignments(items, "--param").items():
         try:
-            params[name.strip()] = json.loads(raw)
+            params[name] = json.loads(raw)
         except json.JSONDecodeError:
-            params[name.strip()] = raw
+            params[name] = raw
     return params
 
 
@@ -43,6 +40,7 @@ def register(app: typer.Typer) -> None:
 
 
 def optimize(
+    ctx: typer.Context,
     objective: list[str] = typer.Option(
         None, "--objective", "-o",
         help=f"What to optimise: {', '.join(OBJECTIVES)}. Repeat it for a Pareto search "
@@ -114,6 +112,7 @@ def optimize(
             console.print(f"testbed: {DEFAULT_TESTBED} (default; {SIM_NOTE}). "
                           "Use --testbed for a real pair.")
     else:
+        _check_resume_alone(ctx)
         job_id = resume
     info = job_report(dbe, job_id)
     if not json_out:
@@ -130,6 +129,25 @@ def optimize(
     if outcome.state == "interrupted":
         err_console.print(f"interrupted: resume with  nictune optimize --resume {job_id}")
         raise typer.Exit(130)
+
+
+#: What a resumed job may be told: where its database is and how to print.
+_RESUME_OPTIONS = {"resume", "db_url", "json_out"}
+
+
+def _check_resume_alone(ctx: typer.Context) -> None:
+    """A resumed job runs as it was stored: an option that would change it is an error, not
+    silently ignored."""
+    def on_command_line(name: str | None) -> bool:  # Typer's own ParameterSource (it vendors click)
+        source = ctx.get_parameter_source(name or "")
+        return source is not None and source.name == "COMMANDLINE"
+
+    given = [p for p in ctx.command.params if p.name not in _RESUME_OPTIONS and on_command_line(p.name)]
+    if given:
+        names = ", ".join(p.opts[0] for p in given)
+        raise InvalidInputError(f"--resume continues the job as it was stored; {names} cannot change it "
+                                "(start a new job instead)", field="resume",
+                                allowed="--resume JOB_ID [--db URL] [--json]")
 
 
 def _run(dbe: Any, job_id: int, info: dict[str, Any], quiet: bool) -> Any:

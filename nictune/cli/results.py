@@ -14,7 +14,8 @@ from nictune.optimizer import get_objective
 def print_front(report: dict[str, Any]) -> None:
     """The Pareto front of a multi-objective job (``job_report``'s ``front``)."""
     objectives = [get_objective(name) for name in report["objectives"]]
-    table = Table(title=f"Pareto front: {len(report['front'])} configurations no other beats on every objective"
+    n = len(report["front"])
+    table = Table(title=f"Pareto front: {n} configuration{'' if n == 1 else 's'} no other beats on every objective"
                         + (" (simulated)" if report["simulated"] else ""))
     table.add_column("trial", justify="right")
     for obj in objectives:

@@ -156,6 +156,9 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
     if not 1 <= spec.repeats <= 100:
         raise InvalidInputError(f"repeats must be between 1 and 100, got {spec.repeats}",
                                 field="repeats", allowed="1..100")
+    if len(set(spec.objectives)) != len(spec.objectives):
+        raise InvalidInputError(f"objectives are repeated: {', '.join(spec.objectives)}", field="objectives",
+                                allowed="distinct objective names")
     goal = Goal.from_names(list(spec.objectives), list(spec.constraints))
     engine_name = spec.engine_name
     _check_engine(engine_name, [o.name for o in goal.objectives])
@@ -443,7 +446,8 @@ class JobRunner:
                 job.stats["final_race"] = finalists
         pending = [key for key in finalists if len(race.samples.get(key, ())) == 1]
         if pending:
-            self._notice(f"final race: measuring the {len(pending)} best configurations once more")
+            what = "the best configuration" if len(pending) == 1 else f"the {len(pending)} best configurations"
+            self._notice(f"final race: measuring {what} once more")
         for key in pending:
             if self.stop.is_set():
                 return False

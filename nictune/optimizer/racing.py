@@ -136,7 +136,8 @@ class Interval:
         return (self.high - self.low) / 2.0
 
     def __str__(self) -> str:
-        return f"{self.mean:.4g} ± {self.half_width:.2g} (n={self.n}, {self.confidence:.0%} CI)"
+        mean, half = _significant(self.mean, 4), _significant(self.half_width, 2)
+        return f"{mean} ± {half} (n={self.n}, {self.confidence:.0%} CI)"
 
     def as_dict(self) -> dict[str, Any]:
         return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n,
@@ -453,6 +454,14 @@ class RacingPolicy:
         """The pooled noise estimate to store with the job (``cv``, ``dof``, ``measured_dof``)."""
         return {name: {"cv": nz.cv, "dof": nz.dof, "measured_dof": float(nz.measured_dof)}
                 for name, nz in self.noise(trials).items()}
+
+
+def _significant(x: float, digits: int) -> str:
+    """``x`` to ``digits`` significant digits, whole numbers beyond them (``3,166 ± 130``, not
+    ``3166 ± 1.3e+02``)."""
+    if math.isfinite(x) and abs(x) >= 10 ** (digits - 1):
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
 
 
 def _holds(c: MetricConstraint, x: float) -> bool:

@@ -26,6 +26,15 @@ HUGE = "99999999999999999999"  # beyond every database's INTEGER
         (["optimize", "--objective", "throughput", "--seed", "-1"], "seed must be between 0 and 2147483647"),
         (["optimize", "--objective", "throughput", "--seed", HUGE], "seed must be between 0 and 2147483647"),
         (["serve", "--log-level", "bogus"], "'bogus' is not one of"),
+        # Given twice: the last one used to win silently (measure printed both).
+        (["optimize", "-o", "throughput", "-o", "throughput", "-b", "4"], "objectives are repeated"),
+        (["optimize", "-o", "throughput", "-b", "4", "--param", "surrogate=gp", "--param", "surrogate=tpe"],
+         "--param surrogate given twice ('gp' and 'tpe')"),
+        (["measure", "--set", "mtu=9000", "--set", "mtu=1500"], "--set mtu given twice ('9000' and '1500')"),
+        # An unknown workload is a typo, not an empty result.
+        (["history", "--workload", "bogus"], "unknown workload 'bogus'"),
+        (["history", "best", "-t", "sim:benson-40g", "-w", "nosuch", "-o", "throughput"], "unknown workload 'nosuch'"),
+        (["optimize", "-o", "throughput", "--server", "notaurl"], "expected the service's URL"),
     ],
 )
 def test_bad_input_exits_2_naming_the_field(tmp_path: Path, args: list[str], needle: str) -> None:
@@ -35,3 +44,20 @@ def test_bad_input_exits_2_naming_the_field(tmp_path: Path, args: list[str], nee
     assert res.returncode == 2, res.stdout + res.stderr
     assert needle in " ".join(res.stderr.split()), res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_resume_refuses_options_that_would_change_the_job(tmp_path: Path) -> None:
+    env = {**os.environ, "NICTUNE_DB": f"sqlite:///{tmp_path / 'h.db'}", "COLUMNS": "200"}
+
+    def nictune(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "nictune", *args], capture_output=True, text=True,
+                              timeout=60, env=env)
+
+    assert nictune("optimize", "-o", "throughput", "-b", "3").returncode == 0
+    res = nictune("optimize", "--resume", "1", "-b", "40", "-e", "ga")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "--engine, --budget cannot change it" in " ".join(res.stderr.split())
+    # Filters that match nothing say so (the database has a job).
+    listed = nictune("history", "--state", "failed")
+    assert listed.returncode == 0 and "no job matches these filters" in listed.stdout
+    assert "no jobs yet" in nictune("history", "--db", f"sqlite:///{tmp_path / 'empty.db'}").stdout

@@ -9,7 +9,7 @@ import pytest
 from nictune.measure.sim import PROFILES, SimTestbed
 from nictune.measure.workloads import get_workload
 from nictune.optimizer import Goal, RacingPolicy
-from nictune.optimizer.racing import t_cdf, t_quantile
+from nictune.optimizer.racing import Interval, t_cdf, t_quantile
 from nictune.search_spaces import load_space
 
 GOAL = Goal.from_names(["throughput"])
@@ -191,3 +191,13 @@ def test_noise_ignores_means_whose_square_underflows() -> None:
     trials = {"a": [{"throughput_gbps": 10.0, "loss_pct": 1e-200}, {"throughput_gbps": 10.2, "loss_pct": 2e-200}]}
     noise = policy.noise(trials)
     assert noise["loss_pct"].measured_dof == 0 and noise["objective"].measured_dof == 1
+
+
+@pytest.mark.parametrize(("interval", "text"), [
+    (Interval(39.4812, 38.1362, 40.8262, 3, 0.9), "39.48 ± 1.3 (n=3, 90% CI)"),
+    (Interval(3166.2, 3036.2, 3296.2, 3, 0.9), "3,166 ± 130 (n=3, 90% CI)"),  # was "3166 ± 1.3e+02"
+    (Interval(31660.0, 30000.0, 33320.0, 2, 0.9), "31,660 ± 1,660 (n=2, 90% CI)"),  # was "3.166e+04 ± ..."
+    (Interval(0.00225, 0.002, 0.0025, 3, 0.9), "0.00225 ± 0.00025 (n=3, 90% CI)"),
+])
+def test_an_interval_prints_without_exponents_for_ordinary_numbers(interval: Interval, text: str) -> None:
+    assert str(interval) == text
