@@ -81,7 +81,7 @@ def _field(loc: Sequence[Any]) -> str | None:
     for part in parts:
         if isinstance(part, int):
             text += f"[{part}]"
-        elif not str(part).startswith(("function-", "tagged-union")):
+        elif not str(part).startswith(("function-", "tagged-union")) and part != "[key]":
             text += ("." if text else "") + str(part)
     return text or (str(loc[0]) if loc else None)
 
@@ -121,8 +121,37 @@ def validation_problems(errors: Sequence[Mapping[str, Any]]) -> list[FieldProble
     return problems
 
 
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _body_problem(request: Request, errors: Sequence[Mapping[str, Any]]) -> FieldProblem | None:
+    """The problem with the body as a whole (not JSON, or not sent as JSON), if that is what failed."""
+    for e in errors:
+        loc = tuple(e.get("loc", ()))
+        if e.get("type") == "json_invalid" and loc[:1] == ("body",):
+            # FastAPI puts the character offset where a field name would be: loc ('body', 7).
+            where = f" at character {loc[1]}" if len(loc) > 1 and isinstance(loc[1], int) else ""
+            reason = (e.get("ctx") or {}).get("error") or "JSON decode error"
+            return FieldProblem(field="body", message=f"the request body is not valid JSON ({reason}{where})",
+                                allowed="a JSON document")
+        if loc == ("body",) and e.get("type") in ("model_attributes_type", "dict_type"):
+            # FastAPI parses only JSON media types; any other body arrives as bytes and fails as "not a dict".
+            content_type = request.headers.get("content-type", "")
+            if not _is_json(content_type):
+                got = f"got {content_type!r}" if content_type else "no Content-Type was sent"
+                return FieldProblem(field="Content-Type",
+                                    message=f"the request body must be sent as application/json ({got})",
+                                    allowed="application/json")
+    return None
+
+
 async def _on_validation(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    whole = _body_problem(request, exc.errors())
+    if whole is not None:
+        return error_response(422, whole.message, field=whole.field, allowed=whole.allowed, problems=[whole])
     problems = validation_problems(exc.errors())
     first = problems[0] if problems else FieldProblem(field=None, message="invalid request", allowed=None)
     message = f"{first.field}: {first.message}" if first.field else first.message

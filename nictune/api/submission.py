@@ -3,19 +3,30 @@
 ``create_job`` validates the spec itself (objectives, constraints, engine and its
 parameters, workload, the space). Here the service adds its own rules: a client may
 name only simulated testbeds and those the operator allowed (never a file path), only
-built-in spaces by name, and no budget above the service's limit. Errors name the
-request's field (``objectives[1]``, ``space.knobs``) so a client can point at it.
+built-in spaces by name, and no budget above the service's limit. Engine parameters are
+checked here too, against the engine's ``PARAMS`` narrowed to the service's bounds, so a
+422 names ``engine_params.NAME``. Errors name the request's field (``objectives[1]``,
+``space.knobs``) so a client can point at it.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 from nictune.api.schemas.jobs import JobCreate
 from nictune.api.settings import ApiSettings
 from nictune.errors import InvalidInputError, UnknownNameError
 from nictune.jobs import JobSpec
 from nictune.measure.sim import PROFILES
-from nictune.optimizer import MetricConstraint, get_objective
+from nictune.optimizer import ENGINES, MetricConstraint, Param, get_objective
 from nictune.search_spaces import builtin_names, space_from_dict
+
+#: The service's own bounds on numeric engine parameters, within each parameter's range.
+PARAM_LOW, PARAM_HIGH = 0, 1000
+#: The longest text value of an engine parameter.
+PARAM_MAX_CHARS = 64
 
 
 def submittable_testbeds(settings: ApiSettings) -> list[str]:
@@ -25,6 +36,52 @@ def submittable_testbeds(settings: ApiSettings) -> list[str]:
 
 def _renamed(exc: InvalidInputError, field: str) -> InvalidInputError:
     return InvalidInputError(str(exc), field=field, allowed=exc.allowed)
+
+
+def _bounded(spec: Param) -> Param:
+    """The parameter as the service accepts it: its range narrowed to the service's bounds."""
+    if spec.kind is str:
+        return spec
+    low = PARAM_LOW if spec.low is None else max(spec.low, PARAM_LOW)
+    high = PARAM_HIGH if spec.high is None else min(spec.high, PARAM_HIGH)
+    return dataclasses.replace(spec, low=low, high=high)
+
+
+def _allowed_value(spec: Param) -> str:
+    return spec.describe() + (" or null (the engine's default)" if spec.default is None else "")
+
+
+def check_engine_params(engine: str, params: Mapping[str, Any]) -> None:
+    """Check each engine parameter against the engine's ``PARAMS`` and the service's bounds.
+
+    An unknown engine is left to ``create_job`` (a 422 naming ``engine``).
+
+    Raises:
+        InvalidInputError: naming ``engine_params.NAME`` and that parameter's allowed values.
+    """
+    cls = ENGINES.get(engine)
+    if cls is None:
+        return
+    for name, raw in params.items():
+        field = f"engine_params.{name}"
+        if name not in cls.PARAMS:
+            known = ", ".join(cls.PARAMS) or "(none)"
+            raise InvalidInputError(f"engine {engine!r} has no parameter {name!r}; known: {known}",
+                                    field=field, allowed=known)
+        spec = _bounded(cls.PARAMS[name])
+        allowed = _allowed_value(spec)
+        # The engine reads numbers from text (for the CLI's --param); a JSON body must send numbers.
+        if isinstance(raw, bool) or (spec.kind is not str and isinstance(raw, str)):
+            raise InvalidInputError(f"engine {engine!r}: parameter {name!r} = {raw!r} is invalid; expected {allowed}",
+                                    field=field, allowed=allowed)
+        if isinstance(raw, str) and len(raw) > PARAM_MAX_CHARS:
+            raise InvalidInputError(f"engine {engine!r}: parameter {name!r} is longer than "
+                                    f"{PARAM_MAX_CHARS} characters", field=field,
+                                    allowed=f"{allowed}; at most {PARAM_MAX_CHARS} characters")
+        try:
+            spec.parse(engine, name, raw)
+        except InvalidInputError as exc:
+            raise InvalidInputError(str(exc), field=field, allowed=allowed) from None
 
 
 def build_spec(body: JobCreate, settings: ApiSettings) -> JobSpec:
@@ -70,10 +127,12 @@ def build_spec(body: JobCreate, settings: ApiSettings) -> JobSpec:
             # The loader expects the shapes a YAML file has; a JSON body can hold anything.
             raise InvalidInputError(f"space: malformed definition ({type(exc).__name__}: {exc})",
                                     field="space", allowed="a mapping like a space YAML file") from None
-    return JobSpec(
+    spec = JobSpec(
         objectives=list(body.objectives), testbed=body.testbed, workload=body.workload, space=body.space,
         engine=body.engine, engine_params=dict(body.engine_params), constraints=list(body.constraints),
         budget=body.budget, repeats=body.repeats, racing=body.racing, warm_start=body.warm_start,
         seed=body.seed, noise=body.noise, scenario=body.scenario,
         duration_s=body.duration_s,
     )
+    check_engine_params(spec.engine_name, spec.engine_params)
+    return spec

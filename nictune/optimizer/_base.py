@@ -83,7 +83,7 @@ class Param:
 def _param_error(engine: str, name: str, raw: Any, allowed: str) -> InvalidInputError:
     return InvalidInputError(
         f"engine {engine!r}: parameter {name!r} = {raw!r} is invalid; expected {allowed}",
-        field="engine_params", allowed=f"{name}: {allowed}",
+        field=f"engine_params.{name}", allowed=allowed,
     )
 
 
@@ -151,7 +151,7 @@ class Engine(ABC):
                 allowed = ", ".join(cls.PARAMS) or "(none)"
                 raise InvalidInputError(
                     f"engine {cls.name!r}: unknown parameter {key!r}; known: {allowed}",
-                    field="engine_params", allowed=allowed,
+                    field=f"engine_params.{key}", allowed=allowed,
                 )
         out: dict[str, Any] = {}
         for key, spec in cls.PARAMS.items():
@@ -165,7 +165,7 @@ class Engine(ABC):
         """An ``engine_params`` error about parameter ``name``."""
         return InvalidInputError(
             f"engine {self.name!r}: parameter {name!r} = {self.params.get(name)!r}: {why}",
-            field="engine_params", allowed=f"{name}: {self.PARAMS[name].describe()}, {why}",
+            field=f"engine_params.{name}", allowed=f"{self.PARAMS[name].describe()}, {why}",
         )
 
     # ----------------------------------------------------------------- ask/tell

@@ -32,8 +32,36 @@ BAD_BODIES: list[tuple[str, dict[str, Any], str, str]] = [
     ("constraint on unknown metric", {"constraints": ["loss<1", "speed > 3"]}, "constraints[1]", "throughput_gbps"),
     ("unknown objective", {"objectives": ["speed"]}, "objectives[0]", "throughput"),
     ("unknown engine", {"engine": "magic"}, "engine", "ga"),
-    ("engine parameter out of range", {"engine": "ga", "engine_params": {"population": 2}}, "engine_params", ">= 4"),
-    ("unknown engine parameter", {"engine": "ga", "engine_params": {"colour": 3}}, "engine_params", "population"),
+    ("engine parameter out of range", {"engine": "ga", "engine_params": {"population": 2}},
+     "engine_params.population", "an integer from 4 to 1000"),
+    ("unknown engine parameter", {"engine": "ga", "engine_params": {"colour": 3}}, "engine_params.colour",
+     "population"),
+    ("negative engine parameter", {"engine": "ga", "engine_params": {"population": -1}},
+     "engine_params.population", "an integer from 4 to 1000"),
+    ("engine parameter too large for an integer", {"engine": "ga", "engine_params": {"population": 1e308}},
+     "engine_params.population", "an integer from 4 to 1000"),
+    ("engine parameter as text", {"engine": "ga", "engine_params": {"population": "8"}},
+     "engine_params.population", "an integer from 4 to 1000"),
+    ("engine parameter as a boolean", {"engine": "ga", "engine_params": {"population": True}},
+     "engine_params.population", "an integer from 4 to 1000"),
+    ("engine parameter in a list", {"engine": "ga", "engine_params": {"cxpb": [0.5]}},
+     "engine_params.cxpb", "a number from 0 to 1"),
+    ("engine parameters that conflict", {"engine": "ga", "engine_params": {"population": 6, "elite": 6}},
+     "engine_params.elite", "smaller than population"),
+    ("parameter of the default engine", {"engine_params": {"batch": 0}}, "engine_params.batch", "from 1 to 64"),
+    ("parameter of the default Pareto engine", {"objectives": ["throughput", "cpu"],
+                                                "engine_params": {"population": 2}},
+     "engine_params.population", "from 4 to 1000"),
+    # Strict types: JSON true is not the integer 1, and text is neither a number nor a boolean.
+    ("budget as a boolean", {"budget": True}, "budget", "integer"),
+    ("budget as a numeric string", {"budget": "4"}, "budget", "integer"),
+    ("repeats as a boolean", {"repeats": True}, "repeats", "integer"),
+    ("seed as a numeric string", {"seed": "7"}, "seed", "integer"),
+    ("seed as a fraction", {"seed": 7.5}, "seed", "integer"),
+    ("racing as text", {"racing": "yes"}, "racing", "true or false"),
+    ("warm start as a number", {"warm_start": 1}, "warm_start", "true or false"),
+    ("noise as a boolean", {"noise": True}, "noise", "number"),
+    ("duration as text", {"duration_s": "5"}, "duration_s", "number"),
     ("unknown workload", {"workload": "ftp"}, "workload", "tcp"),
     ("unknown scenario", {"scenario": "chaos"}, "scenario", "idle"),
     ("negative seed", {"seed": -1}, "seed", ">= 0"),
@@ -80,6 +108,44 @@ def test_malformed_json_and_oversized_bodies(make_api: AppFactory) -> None:
         assert huge.status_code == 413 and huge.json()["error"] == "too_large"
 
 
+def test_number_fields_take_json_integers_and_flags_take_booleans(api: TestClient) -> None:
+    job = submit(api, budget=2, repeats=1, seed=3, noise=0, duration_s=5, racing=False, warm_start=False,
+                 engine="ga", engine_params={"population": 4, "cxpb": 1, "elite": None})
+
+    assert (job["budget"], job["repeats"], job["seed"], job["racing"]) == (2, 1, 3, False)
+    assert job["engine_params"] == {"population": 4, "cxpb": 1, "elite": None}
+    assert wait_for(api, job["id"])["state"] == "completed"
+
+
+def test_a_body_that_is_not_json_says_so(shared_api: TestClient) -> None:
+    response = shared_api.post("/v1/jobs", content=b"not json", headers={"Content-Type": "application/json"})
+
+    assert response.status_code == 422, response.text
+    error = response.json()
+    assert (error["field"], error["allowed"]) == ("body", "a JSON document"), error
+    assert "not valid JSON" in error["message"] and "[0]" not in error["message"], error
+    assert error["problems"] == [{"field": "body", "message": error["message"], "allowed": "a JSON document"}]
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+def test_a_json_body_not_sent_as_json_names_the_content_type(shared_api: TestClient, content_type: str | None) -> None:
+    headers = {"Content-Type": content_type} if content_type else {}
+    response = shared_api.post("/v1/jobs", content=b'{"testbed": "sim:benson-40g", "budget": 2}', headers=headers)
+
+    assert response.status_code == 422, response.text
+    error = response.json()
+    assert (error["field"], error["allowed"]) == ("Content-Type", "application/json"), error
+    assert "must be sent as application/json" in error["message"], error
+    assert shared_api.get("/v1/jobs").json()["total"] == 0
+
+
+def test_json_with_parameters_in_its_content_type_is_read_as_json(shared_api: TestClient) -> None:
+    response = shared_api.post("/v1/jobs", content=b'{"budget": -3}',
+                               headers={"Content-Type": "application/json; charset=utf-8"})
+
+    assert response.status_code == 422 and response.json()["field"] == "budget", response.text
+
+
 def test_an_inline_space_runs(api: TestClient) -> None:
     space = mini_space(knobs={"mtu": {"type": "choice", "choices": [1500, 9000], "default": 1500,
                                       "target": "mtu", "family": "ip_link"}})
@@ -107,6 +173,17 @@ BAD_QUERIES: list[tuple[str, str, str, str]] = [
     ("trials: knob value out of range", "/v1/history/trials?mtu=123", "mtu", "1500"),
     ("trials: unknown knob", "/v1/history/trials?mtux=9000", "mtux", "mtu"),
     ("trials: time", "/v1/history/trials?since=noon", "since", "date-time"),
+    # Valid ISO 8601 whose UTC instant falls outside the years 1..9999 (was a 500: OverflowError).
+    ("creation time after year 9999 in UTC", "/v1/jobs?created_after=9999-12-31T23:59:59-05:00", "created_after",
+     "9999-12-31T23:59:59Z"),
+    ("creation time before year 1 in UTC", "/v1/jobs?created_after=0001-01-01T00:00:00%2B05:00", "created_after",
+     "0001-01-01T00:00:00Z"),
+    ("creation upper bound out of range", "/v1/jobs?created_before=9999-12-31T23:59:59-05:00", "created_before",
+     "9999-12-31T23:59:59Z"),
+    ("trials: since out of range", "/v1/history/trials?since=0001-01-01T00:00:00%2B05:00", "since",
+     "0001-01-01T00:00:00Z"),
+    ("trials: until out of range", "/v1/history/trials?until=9999-12-31T23:59:59-05:00", "until",
+     "9999-12-31T23:59:59Z"),
     ("configuration hash", "/v1/configurations/abc", "config_hash", "[0-9a-fA-F]"),
 ]
 
@@ -120,6 +197,14 @@ def test_invalid_queries_are_422_naming_the_parameter(shared_api: TestClient, ur
     assert response.status_code == 422, response.text
     assert response.json()["field"] == field, response.json()
     assert allowed in (response.json()["allowed"] or ""), response.json()
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00Z", "0001-01-01T00:00:00-05:00", "9999-12-31T23:59:59Z",
+                                  "9999-12-31T18:59:59-05:00", "9999-12-31T23:59:59"])
+def test_date_times_at_the_ends_of_the_calendar_are_accepted(shared_api: TestClient, when: str) -> None:
+    query = {"created_after": when, "created_before": when}
+    assert shared_api.get("/v1/jobs", params=query).status_code == 200
+    assert shared_api.get("/v1/history/trials", params={"since": when, "until": when}).status_code == 200
 
 
 def test_operator_allowed_hosts_take_built_in_spaces_only(make_api: AppFactory) -> None:

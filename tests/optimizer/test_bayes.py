@@ -156,7 +156,7 @@ def test_mixed_space_with_floats_and_nested_conditions() -> None:
 def test_invalid_parameters_are_rejected(params: dict[str, object]) -> None:
     with pytest.raises(InvalidInputError) as info:
         make_engine("bayes", load_space("benson-40g"), seed=0, params=params)
-    assert info.value.field == "engine_params"
+    assert info.value.field == f"engine_params.{next(iter(params))}"
 
 
 def test_an_expert_start_configuration_switches_to_the_local_plan() -> None:
@@ -174,7 +174,7 @@ def test_an_expert_start_configuration_switches_to_the_local_plan() -> None:
 def test_unknown_round_kinds_are_rejected() -> None:
     with pytest.raises(InvalidInputError) as info:
         make_engine("bayes", load_space("benson-40g"), seed=0, params={"rounds": "global,sideways"})
-    assert info.value.field == "engine_params"
+    assert info.value.field == "engine_params.rounds"
 
 
 def test_sparsity_penalty_gradient_matches_finite_differences() -> None:

@@ -196,7 +196,7 @@ class TestEngineContract:
     def test_unknown_parameter_is_rejected(self, engine_name: str) -> None:
         with pytest.raises(InvalidInputError) as info:
             make_engine(engine_name, load_space("ixgbe-numa"), seed=0, params={"bogus": 1})
-        assert info.value.field == "engine_params"
+        assert info.value.field == "engine_params.bogus"
 
     def test_start_configuration_from_another_space_is_rejected(self, engine_name: str) -> None:
         other = load_space("benson-40g").default()

@@ -140,5 +140,5 @@ def test_parameters_accept_numeric_strings() -> None:
 def test_invalid_parameters_name_engine_params(params: dict[str, object]) -> None:
     with pytest.raises(InvalidInputError) as info:
         make_engine("ga", load_space("benson-40g"), seed=0, params=params)
-    assert info.value.field == "engine_params"
+    assert info.value.field == f"engine_params.{next(iter(params))}"
     assert info.value.allowed

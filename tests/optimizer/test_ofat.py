@@ -95,5 +95,5 @@ def test_ofat_max_rounds() -> None:
 def test_ofat_rejects_an_unknown_center_profile() -> None:
     with pytest.raises(InvalidInputError) as info:
         make_engine("ofat", load_space("benson-40g"), seed=0, params={"center": "fastest"})
-    assert info.value.field == "engine_params"
+    assert info.value.field == "engine_params.center"
     assert "baseline" in (info.value.allowed or "")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
@@ -15,7 +14,7 @@ from nictune.api.knob_filters import parse_knob_filters
 from nictune.api.pagination import Limit, Offset, json_response, next_page
 from nictune.api.queries import history as hq
 from nictune.api.queries.trials import TrialFilters, space_definitions, trials_page
-from nictune.api.schemas.common import enum_of, error_responses
+from nictune.api.schemas.common import UtcDateTime, enum_of, error_responses
 from nictune.api.schemas.history import BestConfiguration, BestOut, ObjectiveInterval
 from nictune.api.schemas.trials import SortKey, TrialPage
 from nictune.api.settings import ApiSettings
@@ -118,8 +117,8 @@ def history_trials(
     testbed: Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")] = None,
     workload: Annotated[str | None, Query(json_schema_extra=enum_of(WORKLOADS))] = None,
     job_id: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
-    since: Annotated[datetime | None, Query(description="Finished at or after (ISO 8601).")] = None,
-    until: Annotated[datetime | None, Query(description="Finished before (ISO 8601).")] = None,
+    since: Annotated[UtcDateTime | None, Query(description="Finished at or after (ISO 8601).")] = None,
+    until: Annotated[UtcDateTime | None, Query(description="Finished before (ISO 8601).")] = None,
     state: Annotated[Literal["running", "completed", "failed"] | None,
                      Query(description="Trial state (default: completed).")] = "completed",
     sort: Annotated[SortKey, Query(description="Sort key; '-' for descending.")] = "-finished_at",

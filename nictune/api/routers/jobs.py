@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
@@ -17,7 +16,7 @@ from nictune.api.manager import FINAL_STATES, JobManager
 from nictune.api.pagination import Limit, Offset, json_response, next_page
 from nictune.api.queries.jobs import JobFilters, job_header, jobs_page, load_job, trial_counts
 from nictune.api.queries.trials import TrialFilters, ordered_ids, trials_by_ids, trials_page
-from nictune.api.schemas.common import enum_of, error_responses
+from nictune.api.schemas.common import UtcDateTime, enum_of, error_responses
 from nictune.api.schemas.jobs import JobCreate, JobOut, JobPage, JobStateName
 from nictune.api.schemas.trials import SortKey, TrialPage
 from nictune.api.settings import ApiSettings
@@ -75,8 +74,8 @@ def list_jobs(
     workload: Annotated[Text, Query(description="Only jobs under this workload.")] = None,
     objective: Annotated[str | None, Query(description="Only jobs with this objective.",
                                            json_schema_extra=enum_of(OBJECTIVES))] = None,
-    created_after: Annotated[datetime | None, Query(description="Created at or after (ISO 8601).")] = None,
-    created_before: Annotated[datetime | None, Query(description="Created before (ISO 8601).")] = None,
+    created_after: Annotated[UtcDateTime | None, Query(description="Created at or after (ISO 8601).")] = None,
+    created_before: Annotated[UtcDateTime | None, Query(description="Created before (ISO 8601).")] = None,
     limit: Limit = 50, offset: Offset = 0,
 ) -> JobPage:
     """Jobs, newest first, filtered by state, testbed, workload, objective and creation time."""

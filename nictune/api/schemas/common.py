@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Generic, TypeVar
+from datetime import datetime
+from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
+from pydantic_core import PydanticCustomError
+
+from nictune.db.types import as_utc
 
 ItemT = TypeVar("ItemT")
 
@@ -77,3 +81,20 @@ def enum_of(values: Iterable[str]) -> dict[str, JsonValue]:
     """``json_schema_extra`` that lists the allowed values of a string checked at run time."""
     listed: list[JsonValue] = [str(value) for value in sorted(values)]
     return {"enum": listed}
+
+
+def _in_utc(value: datetime) -> datetime:
+    # Every query compares in UTC: an offset that pushes the instant past year 1 or 9999 has
+    # no UTC datetime (OverflowError), so it is refused here rather than deep in a query.
+    try:
+        return as_utc(value)
+    except OverflowError:
+        raise PydanticCustomError(
+            "datetime_out_of_range", "out of range: {value} is outside the years 1 to 9999 in UTC",
+            {"value": value.isoformat(),
+             "allowed": "an ISO 8601 date-time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z (in UTC)"},
+        ) from None
+
+
+#: A date-time query parameter, converted to UTC (naive means UTC); out of range is a 422.
+UtcDateTime = Annotated[datetime, AfterValidator(_in_utc)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema, model_validator
 from pydantic_core import PydanticCustomError
 
 from nictune.api.schemas.common import Page, enum_of
@@ -17,8 +17,11 @@ from nictune.optimizer import ENGINES, OBJECTIVES
 JobStateName = Literal["pending", "running", "waiting", "interrupted", "completed", "failed", "cancelled"]
 ObjectiveName = Annotated[str, Field(json_schema_extra=enum_of(OBJECTIVES))]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
-EngineParam = Annotated[int, Field(ge=0, le=1000)] | Annotated[float, Field(ge=0, le=1000)] | \
-    Annotated[str, StringConstraints(max_length=64)]
+#: An engine parameter's value. Any JSON here: :func:`nictune.api.submission.build_spec` checks it
+#: against the engine's own ``PARAMS`` once the engine is known, so a 422 names
+#: ``engine_params.NAME`` and that parameter's real range.
+EngineParam = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "integer"}, {"type": "number"},
+                                                       {"type": "string", "maxLength": 64}, {"type": "null"}]})]
 
 _SUBMIT_EXAMPLE: dict[str, Any] = {
     "testbed": "sim:benson-40g",
@@ -67,21 +70,26 @@ class JobCreate(BaseModel):
         None, description=f"One of: {_names(ENGINES)}; null: bayes for one objective, nsga2 (Pareto front) "
                           "for several.", json_schema_extra=enum_of(ENGINES))
     engine_params: dict[Annotated[str, StringConstraints(max_length=64)], EngineParam] = Field(
-        default_factory=dict, max_length=16, description="Engine parameters (see the engine's documentation).")
-    budget: int = Field(60, ge=1, description="Number of trials.")
-    repeats: int = Field(3, ge=1, le=100, description="Most benchmark runs per trial (always this many "
-                                                      "when racing is off).")
-    racing: bool = Field(True, description="Adaptive repeats: every configuration is run once, the 3 best once "
-                                           "more at the end of the job (a final race) and the recommended one "
-                                           "`repeats` times; the recommendation is chosen on the mean with its "
-                                           "confidence interval.")
-    warm_start: bool = Field(True, description="Seed the engine with earlier measurements on this testbed and "
-                                               "workload.")
-    seed: int | None = Field(None, ge=0, le=2**31 - 1, description="Random seed; drawn when null.")
-    noise: float | None = Field(None, ge=0.0, le=0.5,
+        default_factory=dict, max_length=16,
+        description="Engine parameters (see the engine's documentation); each is checked against the "
+                    "engine's own type and range, and numbers must be JSON numbers.")
+    # Strict: a JSON true is not the integer 1, and "4" or "yes" are not a number or a boolean.
+    budget: int = Field(60, ge=1, strict=True, description="Number of trials.")
+    repeats: int = Field(3, ge=1, le=100, strict=True,
+                         description="Most benchmark runs per trial (always this many when racing is off).")
+    racing: bool = Field(True, strict=True,
+                         description="Adaptive repeats: every configuration is run once, the 3 best once "
+                                     "more at the end of the job (a final race) and the recommended one "
+                                     "`repeats` times; the recommendation is chosen on the mean with its "
+                                     "confidence interval.")
+    warm_start: bool = Field(True, strict=True,
+                             description="Seed the engine with earlier measurements on this testbed and workload.")
+    seed: int | None = Field(None, ge=0, le=2**31 - 1, strict=True, description="Random seed; drawn when null.")
+    # Strict floats still take JSON integers (0, 5), but not booleans or strings.
+    noise: float | None = Field(None, ge=0.0, le=0.5, strict=True,
                                 description="Simulated testbeds only: coefficient of variation of repeats.")
     scenario: Literal["idle", "busy"] | None = Field(None, description="idle, or busy loops on the other cores.")
-    duration_s: float | None = Field(None, ge=1, le=3600, description="Seconds per benchmark run.")
+    duration_s: float | None = Field(None, ge=1, le=3600, strict=True, description="Seconds per benchmark run.")
 
     @model_validator(mode="before")
     @classmethod
