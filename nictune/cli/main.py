@@ -76,10 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except InvalidInputError as exc:
-        err_console.print(Text.assemble(("error:", "red"), f" {exc}"), highlight=False)
+        err_console.print(Text.assemble(("error:", "red"), f" {exc}"), highlight=False, soft_wrap=True)
         return 2
     except NictuneError as exc:
-        err_console.print(Text.assemble(("error:", "red"), f" {exc}"), highlight=False)
+        err_console.print(Text.assemble(("error:", "red"), f" {exc}"), highlight=False, soft_wrap=True)
         return 1
     except KeyboardInterrupt:
         err_console.print("interrupted")

@@ -9,6 +9,7 @@ are not all active under a configuration does not apply to it.
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,6 +31,21 @@ _CMPOPS: dict[type[ast.cmpop], Callable[[float, float], bool]] = {
     ast.NotEq: operator.ne,
 }
 
+_ALLOWED = "one comparison (<, <=, >, >=, ==, !=) of knobs, limits and numbers with + - * /"
+
+
+def _quoted(expression: str, limit: int = 80) -> str:
+    """``repr(expression)`` cut to ``limit`` characters, for messages."""
+    text = repr(expression)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def _as_float(value: float) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
 
 @dataclass(frozen=True)
 class Constraint:
@@ -48,15 +64,18 @@ class Constraint:
         """
         try:
             tree = ast.parse(expression.strip(), mode="eval").body
-        except SyntaxError as exc:
+        except (SyntaxError, ValueError) as exc:  # ValueError: a NUL character in the text
+            why = exc.msg if isinstance(exc, SyntaxError) else str(exc)
             raise SpaceDefinitionError(
-                f"constraint {expression!r}: not an expression ({exc.msg})", field="constraints"
+                f"constraint {_quoted(expression)}: not an expression ({why}); allowed: {_ALLOWED}",
+                field="constraints", allowed=_ALLOWED,
             ) from None
         if not isinstance(tree, ast.Compare) or len(tree.ops) != 1:
             raise SpaceDefinitionError(
-                f"constraint {expression!r}: must be one comparison such as 'a <= b'",
+                f"constraint {_quoted(expression)}: must be one comparison such as 'a <= b'; "
+                f"allowed: {_ALLOWED}",
                 field="constraints",
-                allowed="<, <=, >, >=, ==, != between expressions of knobs, limits and numbers",
+                allowed=_ALLOWED,
             )
         names: set[str] = set()
         for node in ast.walk(tree):
@@ -64,21 +83,31 @@ class Constraint:
                 names.add(node.id)
             elif isinstance(node, ast.BinOp) and type(node.op) not in _BINOPS:
                 raise SpaceDefinitionError(
-                    f"constraint {expression!r}: operator not allowed", field="constraints",
-                    allowed="+ - * /",
+                    f"constraint {_quoted(expression)}: operator not allowed; allowed: + - * /",
+                    field="constraints", allowed="+ - * /",
                 )
             elif not isinstance(
                 node, (ast.Compare, ast.BinOp, ast.Name, ast.Constant, ast.Load, ast.UnaryOp,
                        ast.USub, *_BINOPS, *_CMPOPS)
             ):
                 raise SpaceDefinitionError(
-                    f"constraint {expression!r}: {type(node).__name__} is not allowed",
-                    field="constraints",
+                    f"constraint {_quoted(expression)}: {type(node).__name__} is not allowed; "
+                    f"allowed: {_ALLOWED}",
+                    field="constraints", allowed=_ALLOWED,
                 )
-            if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
+            if not isinstance(node, ast.Constant):
+                continue
+            value = node.value
+            if not isinstance(value, (int, float)):
                 raise SpaceDefinitionError(
-                    f"constraint {expression!r}: only numbers may appear as constants",
-                    field="constraints",
+                    f"constraint {_quoted(expression)}: only numbers may appear as constants; "
+                    f"allowed: {_ALLOWED}",
+                    field="constraints", allowed=_ALLOWED,
+                )
+            if not math.isfinite(_as_float(value)):
+                raise SpaceDefinitionError(
+                    f"constraint {_quoted(expression)}: the number is too large; allowed: finite numbers",
+                    field="constraints", allowed="finite numbers",
                 )
         return cls(expression.strip(), frozenset(names), tree)
 
@@ -98,7 +127,13 @@ class Constraint:
         return all(name in env for name in self.names)
 
     def holds(self, env: Mapping[str, float]) -> bool:
-        """Evaluate the comparison; ``env`` maps names to numbers (bools count as 0/1)."""
-        left = self._eval(self._tree.left, env)
-        right = self._eval(self._tree.comparators[0], env)
+        """Evaluate the comparison; ``env`` maps names to numbers (bools count as 0/1).
+
+        A comparison that cannot be evaluated (a division by zero) does not hold.
+        """
+        try:
+            left = self._eval(self._tree.left, env)
+            right = self._eval(self._tree.comparators[0], env)
+        except (ZeroDivisionError, OverflowError):
+            return False
         return _CMPOPS[type(self._tree.ops[0])](left, right)

@@ -6,6 +6,7 @@ refers to unknown knob 'rx_mod'``.
 
 from __future__ import annotations
 
+import math
 import re
 from importlib import resources
 from pathlib import Path
@@ -29,10 +30,63 @@ _TYPE_FIELDS: dict[str, set[str]] = {
     "bool": set(),
 }
 _TOP = {"name", "description", "testbed", "knobs", "constraints", "limits", "profiles"}
+_TARGET_INDEX = re.compile(r"\[([0-9]+)\]$")
+#: The profile every space has without defining it: the knob defaults.
+_RESERVED_PROFILES = {"default"}
 
 
 def _fail(msg: str, field: str | None = None, allowed: str | None = None) -> SpaceDefinitionError:
+    """A definition error. The allowed values go into the message too: the CLI prints only it."""
+    if allowed and "allowed:" not in msg:
+        msg = f"{msg}; allowed: {allowed}"
     return SpaceDefinitionError(msg, field=field, allowed=allowed)
+
+
+def _shown(raw: Any, limit: int = 60) -> str:
+    """``repr(raw)`` cut to ``limit`` characters, for messages."""
+    text = repr(raw)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _reason(exc: Exception, name: str) -> str:
+    """The text of a knob's own error without its leading ``knob 'NAME': `` (said once by the caller)."""
+    text = str(exc)
+    prefix = f"knob {name!r}: "
+    return text[len(prefix):] if text.startswith(prefix) else text
+
+
+def _target(name: str, raw: Any, what: str) -> str:
+    """A setting target: a non-empty string, optionally ending in ``[index]``."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise _fail(f"knob {name!r}: {what} must be a non-empty string, not {_shown(raw)}", field=name,
+                    allowed="a target such as net.core.rmem_max or net.ipv4.tcp_rmem[2]")
+    if "[" in raw or "]" in raw:
+        base, _, _ = raw.partition("[")
+        if not base or not _TARGET_INDEX.search(raw) or raw.count("[") != 1:
+            raise _fail(f"knob {name!r}: {what} {raw!r} has a bad field index", field=name,
+                        allowed="a target optionally ending in [N] with N a whole number, e.g. "
+                        "net.ipv4.tcp_rmem[2]")
+    return raw
+
+
+def _finite(raw: Any) -> float | None:
+    """``raw`` as a float when it is a finite number (not a bool), else ``None``."""
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        return None
+    try:
+        value = float(raw)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _flag(name: str, spec: dict[str, Any], key: str) -> bool:
+    """A boolean field of a knob (``power_of_two``, ``log``): true or false, nothing else."""
+    value = spec.get(key, False)
+    if not isinstance(value, bool):
+        raise _fail(f"knob {name!r}: field {key!r} must be true or false, not {_shown(value)}",
+                    field=name, allowed="true, false")
+    return value
 
 
 def builtin_names() -> list[str]:
@@ -53,7 +107,17 @@ def load_space(name_or_path: str) -> SearchSpace:
         return space_from_yaml(text, source=f"built-in space {name_or_path!r}")
     path = Path(name_or_path)
     if path.is_file():
-        return space_from_yaml(path.read_text(), source=str(path))
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise _fail(f"{path}: cannot read ({exc.strerror or exc})", field="file",
+                        allowed="a readable YAML or JSON file") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _fail(f"{path}: not a UTF-8 text file", field="file",
+                        allowed="a YAML or JSON text file in UTF-8") from None
+        return space_from_yaml(text, source=str(path))
     raise UnknownNameError("space", name_or_path, builtin_names())
 
 
@@ -89,7 +153,7 @@ def _settings(name: str, family: Family, raw: Any, device: str | None) -> dict[A
                 except ValueError:
                     raise _fail(f"knob {name!r}: settings use unknown family {fam_name!r}",
                                 field=name, allowed=", ".join(f.value for f in Family)) from None
-            base, index = split_target(target)
+            base, index = split_target(_target(name, target, f"settings for {value!r}: target"))
             v = tuple(setting_value) if isinstance(setting_value, list) else setting_value
             items.append(Setting(fam, base, v, index, device))
         out[value] = items
@@ -102,30 +166,40 @@ def _knob(name: str, spec: Any) -> Knob:
     if not isinstance(spec, dict):
         raise _fail(f"knob {name!r}: definition must be a mapping", field=name)
     kind = spec.get("type")
-    if kind not in KNOB_TYPES:
-        raise _fail(f"knob {name!r}: field 'type' is {kind!r}", field=name,
+    if not isinstance(kind, str) or kind not in KNOB_TYPES:
+        problem = "is missing" if kind is None else f"is {_shown(kind)}"
+        raise _fail(f"knob {name!r}: field 'type' {problem}", field=name,
                     allowed=", ".join(KNOB_TYPES))
     allowed_fields = _COMMON | _TYPE_FIELDS[kind]
     unknown = set(spec) - allowed_fields
     if unknown:
-        raise _fail(f"knob {name!r}: unknown field {sorted(unknown)[0]!r}", field=name,
+        raise _fail(f"knob {name!r}: unknown field {sorted(map(str, unknown))[0]!r}", field=name,
                     allowed=", ".join(sorted(allowed_fields)))
     if "default" not in spec:
         raise _fail(f"knob {name!r}: field 'default' is missing (the value an untuned host has)",
                     field=name)
+    raw_family = spec.get("family", "sysctl")
     try:
-        family = Family(spec.get("family", "sysctl"))
+        if not isinstance(raw_family, str):
+            raise ValueError(raw_family)
+        family = Family(raw_family)
     except ValueError:
-        raise _fail(f"knob {name!r}: field 'family' is {spec.get('family')!r}", field=name,
+        raise _fail(f"knob {name!r}: field 'family' is {_shown(raw_family)}", field=name,
                     allowed=", ".join(f.value for f in Family)) from None
     device = spec.get("device")
+    if device is not None and (not isinstance(device, str) or not device.strip()):
+        raise _fail(f"knob {name!r}: field 'device' must be an interface name, not {_shown(device)}",
+                    field=name, allowed="an interface name such as eth0, or leave it out")
+    target = spec.get("target")
+    if target is not None:
+        target = _target(name, target, "field 'target'")
     common: dict[str, Any] = {
         "name": name,
         "default": spec["default"],
         "unit": str(spec.get("unit", "")),
         "description": str(spec.get("description", "")).strip(),
         "family": family,
-        "target": spec.get("target"),
+        "target": target,
         "device": device,
         "settings": _settings(name, family, spec.get("settings"), device),
     }
@@ -135,23 +209,22 @@ def _knob(name: str, spec: Any) -> Knob:
             if not isinstance(spec.get(f), int) or isinstance(spec.get(f), bool):
                 raise _fail(f"knob {name!r}: field {f!r} must be an integer", field=name)
         step = spec.get("step", 1)
-        if not isinstance(step, int) or step < 1:
+        if not isinstance(step, int) or isinstance(step, bool) or step < 1:
             raise _fail(f"knob {name!r}: field 'step' must be a positive integer", field=name)
         if spec["low"] > spec["high"]:
             raise _fail(f"knob {name!r}: field 'low' ({spec['low']}) is above 'high' ({spec['high']})",
                         field=name)
         knob = IntKnob(**common, low=spec["low"], high=spec["high"], step=step,
-                       power_of_two=bool(spec.get("power_of_two", False)), log=bool(spec.get("log", False)))
+                       power_of_two=_flag(name, spec, "power_of_two"), log=_flag(name, spec, "log"))
         if knob.power_of_two and knob.cardinality() == 0:
             raise _fail(f"knob {name!r}: no power of two between low and high", field=name)
     elif kind == "float":
-        try:
-            low, high = float(spec["low"]), float(spec["high"])
-        except (KeyError, TypeError, ValueError):
-            raise _fail(f"knob {name!r}: fields 'low' and 'high' must be numbers", field=name) from None
+        low, high = _finite(spec.get("low")), _finite(spec.get("high"))
+        if low is None or high is None:
+            raise _fail(f"knob {name!r}: fields 'low' and 'high' must be finite numbers", field=name)
         if low > high:
             raise _fail(f"knob {name!r}: field 'low' is above 'high'", field=name)
-        knob = FloatKnob(**common, low=low, high=high, log=bool(spec.get("log", False)))
+        knob = FloatKnob(**common, low=low, high=high, log=_flag(name, spec, "log"))
     elif kind == "choice":
         choices = spec.get("choices")
         if not isinstance(choices, list) or not choices:
@@ -166,12 +239,13 @@ def _knob(name: str, spec: Any) -> Knob:
     try:
         knob.default = knob.parse(spec["default"])
     except ConfigurationError as exc:
-        raise _fail(f"knob {name!r}: field 'default': {exc}", field=name, allowed=knob.allowed()) from None
+        raise _fail(f"knob {name!r}: field 'default': {_reason(exc, name)}", field=name,
+                    allowed=knob.allowed()) from None
     if knob.settings:
         try:
             knob.settings = {knob.parse(v): s for v, s in knob.settings.items()}
         except ConfigurationError as exc:
-            raise _fail(f"knob {name!r}: field 'settings': {exc}", field=name,
+            raise _fail(f"knob {name!r}: field 'settings': {_reason(exc, name)}", field=name,
                         allowed=knob.allowed()) from None
     if knob.target is None and not knob.settings:
         raise _fail(f"knob {name!r}: needs a 'target' or 'settings' (what it changes on a host)",
@@ -184,16 +258,23 @@ def _condition(name: str, raw: Any, known: dict[str, Knob]) -> Condition:
         raise _fail(f"knob {name!r}: field 'when' must be one 'parent: value' or 'parent: [values]'",
                     field=name)
     (parent, vals), = raw.items()
-    if parent not in known or parent == name:
-        raise _fail(f"knob {name!r}: field 'when' refers to unknown knob {parent!r}", field=name,
-                    allowed=", ".join(k for k in known if k != name))
+    others = ", ".join(k for k in known if k != name)
+    if parent == name:
+        raise _fail(f"knob {name!r}: field 'when' refers to the knob itself; a knob cannot depend "
+                    "on itself", field=name, allowed="another knob of the space")
+    if parent not in known:
+        raise _fail(f"knob {name!r}: field 'when' refers to unknown knob {_shown(parent)}", field=name,
+                    allowed=others)
     values = vals if isinstance(vals, list) else [vals]
+    if not values:
+        raise _fail(f"knob {name!r}: field 'when' {parent}: no values given (the knob could never "
+                    "be active)", field=name, allowed=known[parent].allowed())
     parsed = []
     for v in values:
         try:
             parsed.append(known[parent].parse(v))
         except ConfigurationError:
-            raise _fail(f"knob {name!r}: field 'when' uses {v!r}, not a value of {parent!r}",
+            raise _fail(f"knob {name!r}: field 'when' uses {_shown(v)}, not a value of {parent!r}",
                         field=name, allowed=known[parent].allowed()) from None
     return Condition(parent, tuple(parsed))
 
@@ -224,9 +305,13 @@ def space_from_dict(data: dict[str, Any]) -> SearchSpace:
     Raises:
         SpaceDefinitionError: naming the knob and field at fault.
     """
+    if not isinstance(data, dict):
+        raise _fail("space: expected a mapping with 'name' and 'knobs'", field="space",
+                    allowed="a mapping with 'name', 'knobs' and optionally "
+                    + ", ".join(sorted(_TOP - {"name", "knobs"})))
     unknown = set(data) - _TOP
     if unknown:
-        raise _fail(f"space: unknown field {sorted(unknown)[0]!r}", field=sorted(unknown)[0],
+        raise _fail(f"space: unknown field {sorted(map(str, unknown))[0]!r}", field=sorted(map(str, unknown))[0],
                     allowed=", ".join(sorted(_TOP)))
     name = data.get("name")
     if not isinstance(name, str) or not _SPACE_NAME.match(name):
@@ -242,13 +327,26 @@ def space_from_dict(data: dict[str, Any]) -> SearchSpace:
             built[str(kname)].condition = _condition(str(kname), spec["when"], built)
     knobs = _parents_first(built)
     limits = data.get("limits") or {}
-    if not isinstance(limits, dict) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in limits.values()
-    ):
-        raise _fail(f"space {name!r}: field 'limits' must map names to numbers", field="limits")
+    if not isinstance(limits, dict) or any(_finite(v) is None for v in limits.values()):
+        raise _fail(f"space {name!r}: field 'limits' must map names to numbers", field="limits",
+                    allowed="a mapping of names to finite numbers, e.g. {ring_max: 8192}")
+    testbed = data.get("testbed")
+    if testbed is not None and not isinstance(testbed, str):
+        raise _fail(f"space {name!r}: field 'testbed' must be a testbed name, not {_shown(testbed)}",
+                    field="testbed", allowed="a testbed such as veth or sim:benson-40g, or leave it out")
+    raw_constraints = data.get("constraints")
+    if raw_constraints is None:
+        raw_constraints = []
+    example = "a list of strings such as 'rx_ring <= ring_max' (one '- a <= b' per line)"
+    if not isinstance(raw_constraints, list):
+        raise _fail(f"space {name!r}: field 'constraints' must be a list of comparisons (strings), "
+                    f"not {_shown(raw_constraints)}", field="constraints", allowed=example)
     constraints = []
-    for expr in data.get("constraints") or []:
-        c = Constraint.parse(str(expr))
+    for expr in raw_constraints:
+        if not isinstance(expr, str):
+            raise _fail(f"space {name!r}: field 'constraints': item {_shown(expr)} is not a comparison "
+                        "(a string)", field="constraints", allowed=example)
+        c = Constraint.parse(expr)
         missing = c.names - set(knobs) - set(limits)
         if missing:
             raise _fail(f"constraint {expr!r}: unknown name {sorted(missing)[0]!r}",
@@ -258,11 +356,16 @@ def space_from_dict(data: dict[str, Any]) -> SearchSpace:
     if not isinstance(profiles, dict):
         raise _fail(f"space {name!r}: field 'profiles' must map profile names to knob values",
                     field="profiles")
+    for pname in profiles:
+        if str(pname) in _RESERVED_PROFILES:
+            raise _fail(f"profile {str(pname)!r}: the name is reserved (it is the knob defaults); "
+                        "give the profile another name", field=str(pname),
+                        allowed="any profile name except 'default'")
     space = SearchSpace(
         name,
         list(knobs.values()),
         description=str(data.get("description", "")).strip(),
-        testbed=data.get("testbed"),
+        testbed=testbed,
         constraints=constraints,
         limits=limits,
         profiles={},

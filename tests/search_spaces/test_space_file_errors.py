@@ -1,0 +1,155 @@
+"""Bad space files give one readable InvalidInputError naming the field and the allowed values."""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nictune.errors import InvalidInputError
+from nictune.search_spaces import load_space
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def _base() -> dict[str, Any]:
+    text = (resources.files("nictune.search_spaces") / "builtin" / "linux-nic.yaml").read_text()
+    data = yaml.safe_load(text)
+    assert isinstance(data, dict)
+    return data
+
+
+def _knob(name: str, **fields: Any) -> Mutation:
+    return lambda d: d["knobs"][name].update(fields)
+
+
+def _top(**fields: Any) -> Mutation:
+    return lambda d: d.update(fields)
+
+
+def _add_profile(name: str, values: dict[str, Any]) -> Mutation:
+    return lambda d: d["profiles"].update({name: values})
+
+
+def _write(tmp_path: Path, mutate: Mutation) -> Path:
+    data = copy.deepcopy(_base())
+    mutate(data)
+    path = tmp_path / "space.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+# (id, mutation, expected field, words the message must contain, words it must not contain)
+CASES: list[tuple[str, Mutation, str, list[str], list[str]]] = [
+    ("constraints-int", _top(constraints=5), "constraints",
+     ["field 'constraints'", "must be a list", "'rx_ring <= ring_max'"], ["not iterable"]),
+    ("constraints-string", _top(constraints="rx_ring <= 1"), "constraints",
+     ["field 'constraints'", "must be a list", "'rx_ring <= 1'"], ["constraint 'r'"]),
+    ("constraints-item-not-string", _top(constraints=[5]), "constraints",
+     ["field 'constraints'", "not a comparison"], []),
+    ("family-unknown", _knob("rx_ring", family="nope"), "rx_ring",
+     ["field 'family'", "'nope'", "allowed:", "sysctl", "ethtool_rings", "ip_link"], []),
+    ("type-null", _knob("rx_ring", type=None), "rx_ring",
+     ["field 'type'", "allowed: int, float, choice, bool"], []),
+    ("type-empty", _knob("rx_ring", type=""), "rx_ring",
+     ["field 'type'", "allowed: int, float, choice, bool"], []),
+    ("type-list", _knob("rx_ring", type=["int"]), "rx_ring",
+     ["field 'type'", "allowed: int, float, choice, bool"], ["unhashable"]),
+    ("default-knob-named-once", _knob("pause", default="maybe"), "pause",
+     ["knob 'pause': field 'default'", "'maybe'", "allowed: true or false"], []),
+    ("when-self", _knob("poll_usecs", when={"poll_usecs": 16}), "poll_usecs",
+     ["field 'when'", "cannot depend on itself"], ["unknown knob"]),
+    ("when-no-values", _knob("poll_usecs", when={"rx_mode": []}), "poll_usecs",
+     ["field 'when'", "rx_mode", "no values given", "timer"], []),
+    ("profile-default", _add_profile("default", {"rx_ring": 512}), "default",
+     ["profile 'default'", "reserved"], []),
+    ("power_of_two-string", _knob("rx_ring", power_of_two="yes"), "rx_ring",
+     ["field 'power_of_two'", "true or false", "'yes'"], []),
+    ("log-string", _knob("rx_ring", log="no"), "rx_ring",
+     ["field 'log'", "true or false", "'no'"], []),
+    ("float-log-string", lambda d: d["knobs"].update(
+        rate={"type": "float", "low": 0.5, "high": 2.0, "default": 1.0, "target": "x", "log": 1}),
+     "rate", ["field 'log'", "true or false"], []),
+    ("float-bound-nan", lambda d: d["knobs"].update(
+        rate={"type": "float", "low": float("nan"), "high": 2.0, "default": 1.0, "target": "x"}),
+     "rate", ["'low' and 'high'", "finite"], []),
+    ("step-bool", _knob("rx_ring", power_of_two=False, step=True), "rx_ring",
+     ["field 'step'", "positive integer"], []),
+    ("target-bad-index", _knob("rx_ring", target="rx[x]"), "rx_ring",
+     ["field 'target'", "index"], ["invalid literal"]),
+    ("settings-target-bad-index", _knob("pause", settings={True: {"rx[y]": True}, False: {"rx": False}}),
+     "pause", ["settings", "index"], ["invalid literal"]),
+    ("target-not-string", _knob("rx_ring", target=5), "rx_ring", ["field 'target'", "string"], []),
+    ("testbed-list", _top(testbed=["veth"]), "testbed", ["field 'testbed'"], []),
+    ("constraint-number-too-large", _top(constraints=["9" * 400 + " <= rx_ring"]), "constraints",
+     ["too large"], ["OverflowError"]),
+    ("unknown-knob-field-lists-allowed", _knob("gro", defualt=True), "gro",
+     ["unknown field 'defualt'", "allowed:", "default", "target"], []),
+]
+
+
+@pytest.mark.parametrize(("mutate", "field", "words", "absent"),
+                         [pytest.param(*c[1:], id=c[0]) for c in CASES])
+def test_bad_space_file_is_one_invalid_input_error(tmp_path: Path, mutate: Mutation, field: str,
+                                                   words: list[str], absent: list[str]) -> None:
+    path = _write(tmp_path, mutate)
+    with pytest.raises(InvalidInputError) as exc:
+        load_space(str(path))
+    message = str(exc.value)
+    assert exc.value.field == field
+    for word in words:
+        assert word in message, f"{word!r} not in {message!r}"
+    for word in absent:
+        assert word not in message, f"{word!r} in {message!r}"
+    assert "\n" not in message
+    assert message.count("knob '") <= 1, f"knob named more than once: {message!r}"
+
+
+def test_non_utf8_file_names_the_path(tmp_path: Path) -> None:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(InvalidInputError) as exc:
+        load_space(str(path))
+    assert str(exc.value).startswith(f"{path}: not a UTF-8 text file")
+
+
+def test_division_by_zero_in_a_constraint_is_a_definition_error(tmp_path: Path) -> None:
+    path = _write(tmp_path, _top(constraints=["rx_ring / 0 <= 1"]))
+    with pytest.raises(InvalidInputError) as exc:
+        load_space(str(path))
+    assert "rx_ring / 0 <= 1" in str(exc.value)
+
+
+def test_unmodified_base_file_still_loads(tmp_path: Path) -> None:
+    space = load_space(str(_write(tmp_path, lambda d: None)))
+    assert space.profile_names() == ["default", "vendor-guide"]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, COLUMNS="1000", NO_COLOR="1")
+    return subprocess.run([sys.executable, "-m", "nictune", *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+@pytest.mark.parametrize("command", ["validate", "show"])
+@pytest.mark.parametrize("case", ["binary", "constraints-int", "when-self", "profile-default"])
+def test_cli_exits_2_with_one_error_line(tmp_path: Path, command: str, case: str) -> None:
+    if case == "binary":
+        path = tmp_path / "binary.yaml"
+        path.write_bytes(b"\xff\xfe\x00garbage")
+    else:
+        mutate = next(c[1] for c in CASES if c[0] == case)
+        path = _write(tmp_path, mutate)
+    res = _cli("spaces", command, str(path))
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
