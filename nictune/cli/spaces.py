@@ -52,9 +52,16 @@ def list_spaces(json_out: bool = typer.Option(False, "--json", help="Print JSON.
 def show(
     name: str = typer.Argument(..., help="Built-in space name or path to a YAML file."),
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
+    definition: bool = typer.Option(
+        False, "--definition",
+        help="Print the space's definition as a space file instead (YAML): save it, edit it, check it "
+             "with 'nictune spaces validate FILE' and use it with --space FILE."),
 ) -> None:
     """Show a space's knobs: type, allowed values, default, unit, condition, and its size."""
     space = load_space(name)
+    if definition:
+        print(yaml.safe_dump(space.definition, sort_keys=False, allow_unicode=True), end="")
+        return
     info = space.describe()
     if fmt is Format.json:
         print_json(info)

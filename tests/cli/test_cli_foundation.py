@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from nictune.cli.main import main
+from nictune.search_spaces import builtin_names, load_space
 
 NICTUNE = [sys.executable, "-m", "nictune"]
 
@@ -93,3 +94,15 @@ def test_measure_bad_input_exits_2_with_one_message(args: list[str], needle: str
 def test_help_explains() -> None:
     res = run("measure", "--help")
     assert res.returncode == 0 and "--workload" in res.stdout and "--set" in res.stdout
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_a_space_definition_round_trips_through_a_file(name: str, tmp_path: Path) -> None:
+    """`spaces show NAME --definition > f.yaml` gives a space file that validates and loads as NAME."""
+    shown = run("spaces", "show", name, "--definition")
+    assert shown.returncode == 0, shown.stderr
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(shown.stdout)
+    checked = run("spaces", "validate", str(path))
+    assert checked.returncode == 0, checked.stderr
+    assert load_space(str(path)).describe() == load_space(name).describe()
