@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -22,6 +23,7 @@ from nictune.measure._base import METRICS
 from nictune.measure.registry import DEFAULT_TESTBED
 from nictune.measure.workloads import WORKLOADS
 from nictune.optimizer import ENGINES, OBJECTIVES, get_objective
+from nictune.search_spaces import builtin_names, load_space
 
 
 def _parse_params(items: list[str]) -> dict[str, Any]:
@@ -90,7 +92,8 @@ def optimize(
         if not objective:
             raise InvalidInputError("--objective is required", field="objective", allowed=", ".join(OBJECTIVES))
         optimize_remote(server, token, {
-            "testbed": testbed, "objectives": objective, "workload": workload, "space": space, "engine": engine,
+            "testbed": testbed, "objectives": objective, "workload": workload, "space": _remote_space(space),
+            "engine": engine,
             "engine_params": _parse_params(param), "constraints": constraint, "budget": budget,
             "repeats": repeats, "seed": seed, "noise": noise, "scenario": scenario, "duration_s": duration,
             "racing": racing, "warm_start": warm_start,
@@ -129,6 +132,14 @@ def optimize(
     if outcome.state == "interrupted":
         err_console.print(f"interrupted: resume with  nictune optimize --resume {job_id}")
         raise typer.Exit(130)
+
+
+def _remote_space(space: str | None) -> str | dict[str, Any] | None:
+    """``--space`` for the service: a built-in name as it is, a file as its definition (the
+    service reads no files of its clients), checked here first."""
+    if space is None or space in builtin_names() or not Path(space).is_file():
+        return space
+    return load_space(space).definition
 
 
 #: What a resumed job may be told: where its database is and how to print.

@@ -59,3 +59,11 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         assert bad.returncode == 2 and "budget" in bad.stderr and "Traceback" not in bad.stderr
         denied = cli("history", "--server", server.url, "--token", "nt_wrong", env_db=db_url)
         assert denied.returncode == 1 and "token" in denied.stderr
+        # A space file goes to the service as its definition (the service reads no client files).
+        shown = cli("spaces", "show", "benson-40g", "--definition", env_db=db_url)
+        mine = tmp_path / "mine.yaml"
+        mine.write_text(shown.stdout.replace("name: benson-40g", "name: my-benson", 1))
+        custom = cli("optimize", "--objective", "throughput", "--space", str(mine), "--budget", "3",
+                     "--server", server.url, "--token", token, "--json", env_db=db_url)
+        assert custom.returncode == 0, custom.stderr
+        assert json.loads(custom.stdout)["space"] == "my-benson"
