@@ -159,7 +159,7 @@ def best(
     workload: str = typer.Option(..., "--workload", "-w", help="Workload name."),
     objective: str = typer.Option(..., "--objective", "-o", help=f"One of {', '.join(OBJECTIVES)}."),
     constraint: list[str] = typer.Option(
-        [], "--constraint", "-c",
+        [], "--constraint", "-c", metavar="EXPR",
         help="e.g. loss<=0.1 (repeatable): configurations whose mean meets it rank first; the others follow, "
              "marked as breaking it."),
     top: int = typer.Option(5, "--top", min=1, max=100, help="How many."),

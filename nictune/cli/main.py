@@ -76,15 +76,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except InvalidInputError as exc:
-        err_console.print(Text.assemble(("error:", "red"), f" {exc}"), highlight=False, soft_wrap=True)
+        _print_error(_with_allowed(exc))
         return 2
     except NictuneError as exc:
-        err_console.print(Text.assemble(("error:", "red"), f" {exc}"), highlight=False, soft_wrap=True)
+        _print_error(str(exc))
         return 1
     except KeyboardInterrupt:
         err_console.print("interrupted")
         return 130
     return 0
+
+
+def _with_allowed(exc: InvalidInputError) -> str:
+    """The message, with the allowed values when it does not already give them."""
+    text = str(exc)
+    return f"{text}; allowed: {exc.allowed}" if exc.allowed and exc.allowed not in text else text
+
+
+def _print_error(text: str) -> None:
+    """One line on stderr, however wide the terminal (or none)."""
+    err_console.print(Text.assemble(("error:", "red"), f" {text}"), highlight=False, soft_wrap=True)
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
 def optimize(
     ctx: typer.Context,
     objective: list[str] = typer.Option(
-        None, "--objective", "-o",
+        None, "--objective", "-o", metavar="OBJECTIVE",
         help=f"What to optimise: {', '.join(OBJECTIVES)}. Repeat it for a Pareto search "
              "(-o throughput -o interrupts)."),
     testbed: str = typer.Option(DEFAULT_TESTBED, "--testbed", "-t",
