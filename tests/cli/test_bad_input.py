@@ -35,6 +35,8 @@ HUGE = "99999999999999999999"  # beyond every database's INTEGER
         (["history", "--workload", "bogus"], "unknown workload 'bogus'"),
         (["history", "best", "-t", "sim:benson-40g", "-w", "nosuch", "-o", "throughput"], "unknown workload 'nosuch'"),
         (["optimize", "-o", "throughput", "--server", "notaurl"], "expected the service's URL"),
+        # The allowed values end the line when the message does not give them.
+        (["serve", "--executor", "bogus"], "unknown executor 'bogus'; allowed: local, celery"),
     ],
 )
 def test_bad_input_exits_2_naming_the_field(tmp_path: Path, args: list[str], needle: str) -> None:
