@@ -36,7 +36,7 @@ def apply(
     if testbed.startswith("sim:"):
         raise InvalidInputError("a simulated testbed has no settings to apply; name a real testbed",
                                 field="testbed", allowed="veth:NAME or a pair YAML file")
-    dbe = open_db(db_url)
+    dbe = open_db(db_url, must_exist=True)
     report = job_report(dbe, job_id)
     if trial is None:
         if not report.get("best"):

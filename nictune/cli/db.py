@@ -14,7 +14,7 @@ app = typer.Typer(help="Manage the history database (schema migrations).", no_ar
 @app.command("upgrade")
 def upgrade(db_url: str | None = DB_OPTION) -> None:
     """Create the schema or upgrade it to the newest revision (runs automatically on first use)."""
-    url = db_url or db.default_url()
+    url = str(db.resolve_url(db_url))
     before = db.current_revision(url)
     after = db.upgrade(url)
     console.print(f"database {url}: revision {before or '(empty)'} -> {after}")
@@ -23,6 +23,11 @@ def upgrade(db_url: str | None = DB_OPTION) -> None:
 @app.command("current")
 def current(db_url: str | None = DB_OPTION) -> None:
     """Print the schema revision of the database and the newest one nictune knows."""
-    url = db_url or db.default_url()
+    url = str(db.resolve_url(db_url))
+    path = db.sqlite_path(url)
+    if path is not None and not path.exists():  # do not create it just to say it is empty
+        console.print(f"database {url}: does not exist yet (nictune creates it on first use); "
+                      f"newest revision {db.head_revision()}")
+        return
     console.print(f"database {url}: revision {db.current_revision(url) or '(empty)'}; "
                   f"newest {db.head_revision()}")

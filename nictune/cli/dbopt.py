@@ -6,14 +6,25 @@ import typer
 from sqlalchemy.engine import Engine
 
 from nictune import db
+from nictune.errors import InvalidInputError
 
 DB_OPTION = typer.Option(
     None, "--db", metavar="URL", envvar="NICTUNE_DB",
-    help="Database URL (sqlite:///path or postgresql+psycopg://...); default: a SQLite file in "
-         "the user data directory, or $NICTUNE_DB.",
+    help="Database URL (sqlite:///path, postgresql+psycopg://...) or a SQLite file's path; default: "
+         "$NICTUNE_DB, else a SQLite file in the user data directory.",
 )
 
 
-def open_db(url: str | None) -> Engine:
-    """Open (creating or upgrading) the database at ``url`` or the default one."""
-    return db.open_database(url)
+def open_db(url: str | None, *, must_exist: bool = False) -> Engine:
+    """Open (creating or upgrading) the database at ``url`` or the default one.
+
+    ``must_exist`` (commands that only read history): a SQLite file named by ``--db`` or
+    ``$NICTUNE_DB`` that does not exist is an error, not a new empty database (a typo would
+    otherwise show an empty history and leave a file behind).
+    """
+    if must_exist and url is not None:
+        path = db.sqlite_path(url)
+        if path is not None and not path.exists():
+            raise InvalidInputError(f"--db {url}: no database at {path} (nictune optimize creates one)",
+                                    field="db", allowed="an existing database, or leave --db and NICTUNE_DB unset")
+    return db.open_database(db.resolve_url(url))

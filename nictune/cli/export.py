@@ -43,7 +43,7 @@ def export(
     if trial is not None and trial < 0:
         raise InvalidInputError(f"--trial {trial}: trial numbers start at 0", field="trial",
                                 allowed="an integer >= 0")
-    src = load_source(open_db(db_url), job_id, trial)
+    src = load_source(open_db(db_url, must_exist=True), job_id, trial)
     if out is not None and str(out) == "-":
         if fmt not in _STDOUT:
             raise InvalidInputError("--out -: the script format writes two files (script and rollback)",

@@ -73,7 +73,8 @@ def jobs(
         get_objective(objective)
     if workload is not None:
         get_workload(workload)  # an unknown name is a typo, not an empty result
-    dbe = open_db(db_url)
+    created_after = parse_since(since)
+    dbe = open_db(db_url, must_exist=True)
     with db.session_scope(dbe) as s:
         rows: list[dict[str, Any]] = [{
             "job_id": j.id, "state": j.state, "created_at": j.created_at.isoformat(),
@@ -81,7 +82,7 @@ def jobs(
             "objectives": list(j.objectives), "constraints": list(j.constraints), "engine": j.engine,
             "budget": j.budget, "trials": len(j.trials), "stats": dict(j.stats or {}),
         } for j in db.list_jobs(s, testbed=testbed, workload=workload, objective=objective,
-                                since=parse_since(since), state=state, limit=limit)]
+                                since=created_after, state=state, limit=limit)]
     if json_out:
         print_json(rows)
         return
@@ -94,7 +95,7 @@ def jobs(
 
 
 def _db(ctx: typer.Context, db_url: str | None) -> Any:
-    return open_db(db_url or (ctx.obj or {}).get("db_url"))
+    return open_db(db_url or (ctx.obj or {}).get("db_url"), must_exist=True)
 
 
 @app.command("show")

@@ -29,7 +29,7 @@ def report(
     Figures: convergence, default vs best for every metric, knob importance, per-knob
     effect, the Pareto front (several objectives) and the one-factor profiles (engine ofat).
     """
-    dbe = open_db(db_url)
+    dbe = open_db(db_url, must_exist=True)
     out_dir = out if out is not None else Path(f"nictune-report-job{job_id}")
     with console.status(f"building the report of job {job_id}"):
         result = build_report(dbe, job_id, out_dir)

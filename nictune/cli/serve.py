@@ -49,7 +49,8 @@ def _run(app: Any, host: str, port: int, log_level: str, grace_s: float) -> None
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
     port: int = typer.Option(8080, "--port", min=1, max=65535, help="TCP port."),
-    db: str | None = typer.Option(None, "--db", help="Database URL (default: $NICTUNE_DB or the per-user file)."),
+    db: str | None = typer.Option(None, "--db", help="Database URL or a SQLite file's path (default: $NICTUNE_DB "
+                                                   "or the per-user file)."),
     testbed: list[str] = typer.Option([], "--allow-testbed", metavar="TESTBED",
                                       help="Let clients submit to this non-simulated testbed (repeatable)."),
     max_budget: int | None = typer.Option(None, "--max-budget", min=1, help="Largest budget a client may ask for."),
@@ -64,10 +65,11 @@ def serve(
 ) -> None:
     """Run the REST service: submit, follow and query jobs over HTTP (see /docs)."""
     from nictune.api import ApiSettings, create_app
+    from nictune.db import resolve_url
 
     overrides: dict[str, object] = {"host": host, "port": port}
     if db is not None:
-        overrides["db_url"] = db
+        overrides["db_url"] = str(resolve_url(db))  # a plain path is a SQLite file
     if testbed:
         overrides["testbeds"] = list(testbed)
     if max_budget is not None:

@@ -6,12 +6,13 @@ import typer
 from rich.table import Table
 
 from nictune.cli._common import console, err_console, print_json
-from nictune.db import open_database, session_scope
+from nictune.db import open_database, resolve_url, session_scope
 from nictune.db.auth import Role, create_token, list_tokens, revoke_token
 
 app = typer.Typer(help="Bearer tokens of the REST service (only their hash is stored).", no_args_is_help=True)
 
-_DB = typer.Option(None, "--db", help="Database URL (default: $NICTUNE_DB or the per-user file).")
+_DB = typer.Option(None, "--db", help="Database URL or a SQLite file's path (default: $NICTUNE_DB or the "
+                                      "per-user file).")
 
 
 @app.command("create")
@@ -21,7 +22,7 @@ def create(
     db: str | None = _DB,
 ) -> None:
     """Create a token and print it once: it cannot be shown again."""
-    engine = open_database(db)
+    engine = open_database(resolve_url(db))
     try:
         with session_scope(engine) as s:
             row, secret = create_token(s, name, role.value)
@@ -36,7 +37,7 @@ def create(
 @app.command("list")
 def list_(db: str | None = _DB, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List tokens (names and roles; the secrets are not stored)."""
-    engine = open_database(db)
+    engine = open_database(resolve_url(db))
     try:
         with session_scope(engine) as s:
             rows = [{"name": t.name, "role": t.role, "created_at": t.created_at.isoformat(),
@@ -57,7 +58,7 @@ def list_(db: str | None = _DB, json_out: bool = typer.Option(False, "--json", h
 @app.command("revoke")
 def revoke(name: str = typer.Argument(..., help="The token's name."), db: str | None = _DB) -> None:
     """Revoke a token: requests with it get 401 from now on."""
-    engine = open_database(db)
+    engine = open_database(resolve_url(db))
     try:
         with session_scope(engine) as s:
             revoke_token(s, name)

@@ -48,7 +48,7 @@ from nictune.db.repository import (
     set_job_state,
     start_trial,
 )
-from nictune.db.session import default_url, make_engine, open_database, session_scope
+from nictune.db.session import default_url, make_engine, open_database, resolve_url, session_scope, sqlite_path
 
 __all__ = [
     "MAIN_METRICS",
@@ -89,8 +89,10 @@ __all__ = [
     "open_database",
     "reset_running_trials",
     "resolve_configuration",
+    "resolve_url",
     "session_scope",
     "set_job_state",
+    "sqlite_path",
     "start_trial",
     "upgrade",
 ]

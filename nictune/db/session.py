@@ -43,10 +43,18 @@ def default_url() -> str:
     """
     override = os.environ.get(ENV_VAR, "").strip()
     if override:
-        if "://" in override:
-            return override
-        return f"sqlite:///{Path(override).expanduser().resolve()}"
+        return str(resolve_url(override))
     return f"sqlite:///{Path(platformdirs.user_data_dir('nictune')) / 'nictune.db'}"
+
+
+def resolve_url(url: str | URL | None) -> str | URL:
+    """``url`` as a SQLAlchemy URL: :func:`default_url` when None, a plain path as a SQLite file
+    (``--db ~/lab.db`` as ``$NICTUNE_DB`` takes it)."""
+    if url is None:
+        return default_url()
+    if isinstance(url, str) and "://" not in url:
+        return f"sqlite:///{Path(url.strip()).expanduser().resolve()}"
+    return url
 
 
 def _parse(url: str | URL) -> URL:
@@ -54,6 +62,13 @@ def _parse(url: str | URL) -> URL:
         return make_url(url)
     except ArgumentError as exc:
         raise StorageError(f"invalid database URL: {exc}") from exc
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL or plain path (see :func:`resolve_url`); None for other
+    databases and in-memory SQLite."""
+    parsed = _parse(resolve_url(url))
+    return _sqlite_file(parsed) if parsed.get_backend_name() == "sqlite" else None
 
 
 def _sqlite_file(url: URL) -> Path | None:

@@ -62,4 +62,13 @@ def test_resume_refuses_options_that_would_change_the_job(tmp_path: Path) -> Non
     # Filters that match nothing say so (the database has a job).
     listed = nictune("history", "--state", "failed")
     assert listed.returncode == 0 and "no job matches these filters" in listed.stdout
-    assert "no jobs yet" in nictune("history", "--db", f"sqlite:///{tmp_path / 'empty.db'}").stdout
+    # A plain path works as --db (as NICTUNE_DB takes it).
+    plain = nictune("history", "--db", str(tmp_path / "h.db"))
+    assert plain.returncode == 0 and "completed" in plain.stdout
+    # A database that does not exist is not created by a command that only reads (a typo).
+    typo = nictune("history", "--db", str(tmp_path / "hh.db"))
+    assert typo.returncode == 2 and "no database at" in typo.stderr and not (tmp_path / "hh.db").exists()
+    current = nictune("db", "current", "--db", f"sqlite:///{tmp_path / 'new' / 'x.db'}")
+    assert current.returncode == 0 and "does not exist yet" in current.stdout and not (tmp_path / "new").exists()
+    assert nictune("db", "upgrade", "--db", str(tmp_path / "empty.db")).returncode == 0
+    assert "no jobs yet" in nictune("history", "--db", str(tmp_path / "empty.db")).stdout
