@@ -90,6 +90,9 @@ def show(
 @app.command("validate")
 def validate(path: Path = typer.Argument(..., help="YAML file of a search space.")) -> None:
     """Check a space file. Exit 0 when valid, 2 naming the knob and field at fault otherwise."""
+    if path.is_dir():
+        raise InvalidInputError(f"{path} is a directory, not a space file", field="FILE",
+                                allowed="a YAML file such as 'nictune spaces show NAME --definition' prints")
     if not path.is_file():
         raise InvalidInputError(f"no such file: {path}", field="FILE", allowed="a readable YAML file")
     space = load_space(str(path))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import TypedDict
 
@@ -178,10 +179,14 @@ def resolve_configuration(s: Session, hash_or_prefix: str) -> Configuration:
     exact = s.scalars(select(Configuration).where(Configuration.hash == value)).one_or_none()
     if exact is not None:
         return exact
+    allowed = f"a SHA-256 hash in hex (0-9, a-f), or its first {MIN_HASH_PREFIX} or more characters"
+    if not re.fullmatch(r"[0-9a-fA-F]+", value):
+        raise InvalidInputError(f"configuration hash {value!r} is not hexadecimal", field="configuration",
+                                allowed=allowed)
     if len(value) < MIN_HASH_PREFIX:
         raise InvalidInputError(
             f"configuration hash prefix {value!r} is too short; give at least "
-            f"{MIN_HASH_PREFIX} characters", field="configuration",
+            f"{MIN_HASH_PREFIX} characters", field="configuration", allowed=allowed,
         )
     matches = list(
         s.scalars(

@@ -35,6 +35,7 @@ HUGE = "99999999999999999999"  # beyond every database's INTEGER
         (["history", "--workload", "bogus"], "unknown workload 'bogus'"),
         (["history", "best", "-t", "sim:benson-40g", "-w", "nosuch", "-o", "throughput"], "unknown workload 'nosuch'"),
         (["optimize", "-o", "throughput", "--server", "notaurl"], "expected the service's URL"),
+        (["spaces", "validate", "/"], "/ is a directory, not a space file"),
         # The allowed values end the line when the message does not give them.
         (["serve", "--executor", "bogus"], "unknown executor 'bogus'; allowed: local, celery"),
     ],
@@ -62,6 +63,8 @@ def test_resume_refuses_options_that_would_change_the_job(tmp_path: Path) -> Non
     # Filters that match nothing say so (the database has a job).
     listed = nictune("history", "--state", "failed")
     assert listed.returncode == 0 and "no job matches these filters" in listed.stdout
+    config = nictune("history", "config", "zzzzzz")
+    assert config.returncode == 2 and "'zzzzzz' is not hexadecimal" in config.stderr
     # A plain path works as --db (as NICTUNE_DB takes it).
     plain = nictune("history", "--db", str(tmp_path / "h.db"))
     assert plain.returncode == 0 and "completed" in plain.stdout

@@ -353,8 +353,8 @@ def test_configuration_measurements_by_hash_or_prefix(engine: Engine) -> None:
             configuration_measurements(s, "a1b2")
         with pytest.raises(UnknownNameError, match="no stored configuration"):
             configuration_measurements(s, "ffffffff")
-        # Wildcards in a prefix are literal characters, not patterns.
-        with pytest.raises(UnknownNameError):
+        # A hash is hexadecimal: wildcards (or any other character) are refused before a query.
+        with pytest.raises(InvalidInputError, match="'a1b2c%' is not hexadecimal"):
             configuration_measurements(s, "a1b2c%")
 
 
