@@ -61,7 +61,9 @@ def revoke(name: str = typer.Argument(..., help="The token's name."), db: str | 
     engine = open_database(resolve_url(db))
     try:
         with session_scope(engine) as s:
+            already = any(t.name == name and t.revoked_at is not None for t in list_tokens(s))
             revoke_token(s, name)
     finally:
         engine.dispose()
-    err_console.print(f"token {name!r} revoked", highlight=False)
+    err_console.print(f"token {name!r} was already revoked" if already else f"token {name!r} revoked",
+                      highlight=False)

@@ -93,9 +93,12 @@ def create_token(s: Session, name: str, role: str) -> tuple[ApiToken, str]:
         raise InvalidInputError(f"token name {name!r} is not valid", field="name",
                                 allowed=f"a name matching {_NAME.pattern}")
     checked = _role(role)
-    if s.scalar(select(ApiToken.id).where(ApiToken.name == name)) is not None:
-        raise InvalidInputError(f"a token called {name!r} already exists; revoke it or pick another name",
-                                field="name")
+    existing = s.scalars(select(ApiToken).where(ApiToken.name == name)).one_or_none()
+    if existing is not None:
+        # A revoked token keeps its name (audit trail), so the name cannot come back.
+        why = "was revoked; names are not reused" if existing.revoked_at is not None else "already exists"
+        raise InvalidInputError(f"a token called {name!r} {why}: pick another name", field="name",
+                                allowed="a name no token has had")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     row = ApiToken(name=name, role=checked.value, token_hash=hash_token(secret))
     s.add(row)

@@ -29,7 +29,12 @@ def test_token_create_prints_it_once_and_stores_a_hash(db_url: str) -> None:
     bad_role = runner.invoke(token_cli.app, ["create", "--name", "x", "--role", "admin", "--db", db_url])
     assert bad_role.exit_code == 2
 
-    assert runner.invoke(token_cli.app, ["revoke", "ci", "--db", db_url]).exit_code == 0
+    revoked = runner.invoke(token_cli.app, ["revoke", "ci", "--db", db_url])
+    assert revoked.exit_code == 0 and "token 'ci' revoked" in revoked.output
+    again = runner.invoke(token_cli.app, ["revoke", "ci", "--db", db_url])
+    assert again.exit_code == 0 and "token 'ci' was already revoked" in again.output
+    reused = runner.invoke(token_cli.app, ["create", "--name", "ci", "--db", db_url])
+    assert reused.exit_code != 0 and "was revoked; names are not reused" in str(reused.exception)
     engine = open_database(db_url)
     try:
         with session_scope(engine) as s:
