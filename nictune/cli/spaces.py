@@ -74,7 +74,8 @@ def show(
     console.print(f"configurations: {size} (before constraints); default testbed: {space.testbed}")
     table = Table()
     for col in ("knob", "type", "allowed", "default", "unit", "active when", "applies via"):
-        table.add_column(col, overflow="fold")
+        # Knob names are what a reader types back: never split one across lines.
+        table.add_column(col, overflow="fold", no_wrap=col == "knob")
     for k in info["knobs"]:
         via = k["family"] + (f" {k['target']}" if k.get("target") else "")
         table.add_row(k["name"], k["type"], k["allowed"], str(k["default"]), k.get("unit", ""),
