@@ -2,8 +2,9 @@
 
 Both scripts are idempotent: every setting is read first and written only when it
 differs, so running one twice changes nothing the second time. The interface is
-``DEV=${DEV:-NAME}`` (the testbed's data interface when the trial recorded it, else
-``eth0``) and is checked before anything runs. Every value comes from
+``$DEV``, which must be given (no default: a forgotten DEV must not retune whatever NIC
+happens to be called eth0; the testbed's data interface is the example in the message), and
+is checked before anything runs. Every value comes from
 :mod:`nictune.export.checks` (an integer or a plain word) and is single-quoted, so a
 crafted search space cannot smuggle a command in.
 
@@ -159,8 +160,12 @@ def _header(src: ExportSource, title: str, lines: list[str]) -> list[str]:
     out = ["#!/bin/sh", f"# {title}"]
     out += [f"# {_safe.comment(h)}" for h in src.header_lines()]
     out += [f"# {_safe.comment(x)}" for x in lines]
-    dev = _safe.device("data interface", src.device) if src.device else "eth0"
-    out += ["set -u", "", f"DEV=${{DEV:-{dev}}}"]
+    # No default interface: a forgotten DEV must not retune whatever NIC is called eth0 (often
+    # the management one). The testbed's data interface, when recorded, is the example.
+    dev = _safe.device("data interface", src.device) if src.device else "IFACE"
+    out += ["set -u", "", 'DEV=${DEV:-}', 'if [ -z "$DEV" ]; then',
+            f"    printf 'nictune: set DEV to the interface to tune, e.g. DEV={dev} sh %s\\n' \"$0\" >&2",
+            "    exit 2", "fi"]
     return out
 
 
@@ -223,6 +228,8 @@ def render_scripts(src: ExportSource, apply_name: str = "apply.sh", rollback_nam
     if "default" in origins:
         lines.append("Where the trial recorded no value, the search space's knob default is used "
                      "(see the comment above each such line).")
+    lines.append("These are the values of the measured testbed (or the space's defaults), not necessarily this "
+                 "host's: on another host, note its own (ethtool -g/-c/-k/-l/-a, ip link, tc qdisc) before applying.")
     rollback = _header(src, f"Roll back what {apply_name} set, to the values before the measurement.", lines)
     rollback.append(_HELPERS)
     rollback += [f"check_dev {d}" for d in devices]
@@ -250,6 +257,12 @@ def _rollback_lines(src: ExportSource, item: Item, origins: set[str]) -> list[st
             return [f"# {_safe.comment(what)}: the host had the kernel's own root qdisc ({kind})",
                     f"qdisc_reset {_dev(item)}"]
     before = src.before(item)
+    if item.family is Family.QDISC and before.origin == "default":
+        # The space's default names the qdisc under a single-queue root; on a multi-queue NIC
+        # the kernel's own root is mq with one child per queue, which 'replace root' would lose.
+        origins.add("snapshot")
+        return [f"# {_safe.comment(what)}: the kernel's own root qdisc (mq on a multi-queue NIC)",
+                f"qdisc_reset {_dev(item)}"]
     origins.add(before.origin)
     if before.value is None:
         return [f"# {_safe.comment(what)}: left as it is: {_safe.comment(before.note)}"]

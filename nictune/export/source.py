@@ -177,7 +177,7 @@ class ExportSource:
         if self.simulated:
             lines.append(f"SIMULATED: {SIMULATED_NOTE}; measure on your hosts before relying on it")
         if not self.feasible:
-            lines.append("this configuration breaks a constraint of the job (no trial met them all)")
+            lines.append("WARNING: this configuration breaks a constraint of the job on its mean metrics")
         lines.append(f"written by nictune {__version__} on {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}")
         return lines
 

@@ -26,8 +26,9 @@ NET_OPTIONS: dict[Family, str] = {
     Family.ETHTOOL_CHANNELS: "channels",
 }
 
-#: The interface named when the trial did not record the data interface (as the script's DEV).
-PLACEHOLDER_DEVICE = "eth0"
+#: The interface named when the trial did not record the data interface: a name no NIC has, so a
+#: profile installed without editing it changes no interface (rather than whichever one is eth0).
+PLACEHOLDER_DEVICE = "CHANGE-ME"
 
 _NOT_IN_PROFILE: dict[Family, str] = {
     Family.QDISC: "TuneD has no qdisc option: tc qdisc replace dev DEV root KIND",

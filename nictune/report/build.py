@@ -228,7 +228,7 @@ def render_html(job: JobData, sections: list[Section], importance: Importance, n
     sim = (f"<p class=sim><strong>Simulated testbed (a model, not hardware).</strong> {_e(job.info['testbed'])}: "
            f"{_e(SIMULATED_NOTE)}. Measure on your hosts before relying on them.</p>") if job.simulated else ""
     figs = "".join(
-        f"<figure id={_e(s.name)}><h3>{_e(s.title)}</h3><img alt={_e(repr(s.title))} "
+        f"<figure id={_e(s.name)}><h3>{_e(s.title)}</h3><img alt=\"{_e(s.title)}\" "
         f"src=\"data:image/png;base64,{base64.b64encode(s.png).decode('ascii')}\">"
         f"<figcaption>{_e(s.caption)}</figcaption></figure>"
         for s in sections)

@@ -22,7 +22,7 @@ from nictune.export import (
     write_export,
 )
 from nictune.jobs import JobRunner, JobSpec, create_job, job_report
-from nictune.search_spaces import Family, space_from_dict
+from nictune.search_spaces import Family, load_space, space_from_dict
 from tests.report.conftest import Jobs
 
 # The [net] options of TuneD's net plugin and the parameter names it accepts in each
@@ -102,7 +102,8 @@ def test_tuned_profile_parses_as_tuned_reads_it(best: ExportSource, tmp_path: Pa
     assert conf["sysctl"] == expected_settings(best, Family.SYSCTL)
     net = conf["net"]
     assert set(net) <= TUNED_NET_OPTIONS
-    assert net["devices"] == "eth0"  # never every NIC: the simulator has no data interface name
+    # Never every NIC, nor whichever is eth0: the simulator has no data interface name.
+    assert net["devices"] == "CHANGE-ME"
     ip = expected_settings(best, Family.IP_LINK)
     assert net["mtu"] == ip["mtu"] and net["txqueuelen"] == ip["txqueuelen"]
     assert tuned_pairs(net["ring"]) == expected_settings(best, Family.ETHTOOL_RINGS)
@@ -161,7 +162,11 @@ def test_scripts_are_valid_posix_shell(best: ExportSource, tmp_path: Path) -> No
         assert path.stat().st_mode & 0o111
         subprocess.run(["sh", "-n", str(path)], check=True)
     text = apply.read_text()
-    assert "DEV=${DEV:-eth0}" in text  # a simulated testbed has no data interface name
+    assert "e.g. DEV=IFACE sh" in text and "eth0" not in text  # a simulator has no data interface name
+    for path in (apply, back):  # no default interface: without DEV nothing runs
+        res = subprocess.run(["sh", str(path)], env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, capture_output=True,
+                             text=True)
+        assert res.returncode == 2 and "set DEV to the interface to tune" in res.stderr
     assert "link_set \"$DEV\" mtu '9000'" in text
     rollback = back.read_text()
     assert "link_set \"$DEV\" mtu '1500'" in rollback
@@ -283,3 +288,18 @@ def test_a_sysctl_only_space_gives_an_empty_but_valid_script(jobs: Jobs, tmp_pat
     apply = written.files["apply script"].read_text()
     assert "# sysctls are not set here" in apply and "net.core.rmem_max" in apply
     assert sysctl_parse(render_sysctl(src)) == expected_settings(src, Family.SYSCTL)
+
+
+def test_a_qdisc_rolled_back_to_the_space_default_is_the_kernels_own_root() -> None:
+    """Without a recorded value the rollback resets the root qdisc (mq on a multi-queue NIC)
+    rather than replacing it with the space's single root fq_codel."""
+    space = load_space("linux-nic")
+    config = space.configuration({"qdisc": "fq", "mtu": 9000}).as_dict()
+    src = ExportSource(job_id=1, trial=2, is_best=True, testbed="sim:cai-100g", simulated=True, workload="tcp",
+                       objectives=["throughput"], constraints=[], engine="bayes", space=space, config=config,
+                       config_hash="a" * 64, metrics={"throughput_gbps": 40.0}, gain={"text": "+1%"},
+                       snapshot=None, device=None)
+    scripts = render_scripts(src)
+    assert "qdisc_set \"$DEV\" 'fq'" in scripts.apply
+    assert "qdisc_reset \"$DEV\"" in scripts.rollback and "qdisc_set \"$DEV\" 'fq_codel'" not in scripts.rollback
+    assert "not necessarily this host's" in scripts.rollback

@@ -63,6 +63,18 @@ def test_report_has_every_figure_inline_and_as_valid_png_files(ga_report: Report
         assert path.parent == ga_report.html.parent
         assert_valid_png(path.read_bytes())
         assert inline[name] == path.read_bytes()
+    # Each figure's alt text is one quoted attribute (it was alt='Default vs best' unquoted).
+    from html.parser import HTMLParser
+
+    alts: list[str | None] = []
+
+    class Images(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "img":
+                alts.append(dict(attrs).get("alt"))
+
+    Images().feed(html)
+    assert len(alts) == len(inline) and "Default vs best" in alts and not any("'" in (a or "'") for a in alts)
 
 
 def test_single_objective_job_has_no_pareto_and_no_profile_figure(ga_report: Report) -> None:

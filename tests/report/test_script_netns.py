@@ -110,7 +110,9 @@ def test_script_applies_and_rollback_restores_on_a_real_veth(netns: Netns, tmp_p
     src = _source(netns.dev)
     files = write_export(src, "script", tmp_path / "tune-apply.sh").files
     apply, back = files["apply script"], files["rollback script"]
-    assert f"DEV=${{DEV:-{netns.dev}}}" in apply.read_text()  # the recorded data interface
+    assert f"e.g. DEV={netns.dev} sh" in apply.read_text()  # the recorded data interface, as the example
+    unset = netns.run("env", "-u", "DEV", "sh", str(apply))  # no DEV: nothing is touched
+    assert unset.returncode == 2 and "set DEV to the interface to tune" in unset.stderr
     before = netns.link()
     assert (before["mtu"], before["txqlen"], netns.feature("tcp-segmentation-offload")) == (1500, 1000, "on")
 
