@@ -8,9 +8,12 @@ is checked before anything runs. Every value comes from
 :mod:`nictune.export.checks` (an integer or a plain word) and is single-quoted, so a
 crafted search space cannot smuggle a command in.
 
-The rollback puts back what the trial's snapshot recorded on the host before the
-measurement; where it recorded nothing (always on a simulated testbed) it uses the
-space's knob default, and says so in a comment next to the line.
+Before changing a setting, the apply script records the host's value in ``$STATE`` (the
+first time only); the rollback puts those values back and removes the record. Values read
+from the host are recorded and replayed only when they are plain words (letters, digits,
+``_.:-``). Without a record the rollback changes nothing unless ``FALLBACK=testbed``: then
+it writes what the trial's snapshot recorded on the testbed, or where it recorded nothing
+(always on a simulated testbed) the space's knob default, saying so next to each line.
 """
 
 from __future__ import annotations
@@ -105,6 +108,49 @@ qdisc_reset() {
     if tc qdisc del dev "$1" root 2>/dev/null; then say "$1 root qdisc back to the kernel default"; fi
 }
 
+# Readers of the current value, for the state file.
+link_now() {
+    case $2 in mtu) cat "/sys/class/net/$1/mtu" ;; txqueuelen) cat "/sys/class/net/$1/tx_queue_len" ;; esac 2>/dev/null
+}
+sysfs_now() { cat "/sys/class/net/$1/$2" 2>/dev/null; }
+# qdisc_now DEV: the root qdisc's kind, or 'default' for the kernel's own (handle 0:).
+qdisc_now() { tc qdisc show dev "$1" root 2>/dev/null | awk 'NR == 1 { print ($3 == "0:" ? "default" : $2) }'; }
+
+# remember KEY VALUE: the value a setting had before this script first changed it, in $STATE
+# (a second run keeps the first value, so the rollback always goes back to the host's own).
+remember() {
+    case $2 in ''|*[!A-Za-z0-9_.:-]*) say "$1: current value '$2' not recorded"; return ;; esac
+    if [ -f "$STATE" ] && awk -v k="$1" '$1 == k { found = 1 } END { exit !found }' "$STATE"; then return; fi
+    case $STATE in */*) mkdir -p "${STATE%/*}" || { fail "cannot create ${STATE%/*}"; return; } ;; esac
+    printf '%s %s\n' "$1" "$2" >> "$STATE" || fail "cannot write $STATE"
+}
+
+# remember_governors: every CPU's scaling_governor before this script changes it.
+remember_governors() {
+    for f in /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor; do
+        [ -e "$f" ] || continue
+        cpu=${f#/sys/devices/system/cpu/}; cpu=${cpu%%/*}
+        remember "cpu_governor:$cpu" "$(cat "$f" 2>/dev/null)"
+    done
+}
+
+# recall KEY: the value remember recorded (exit 1 when there is none).
+recall() {
+    [ -f "$STATE" ] || return 1
+    v=$(awk -v k="$1" '$1 == k { v = $2 } END { if (v == "") exit 1; print v }' "$STATE") || return 1
+    case $v in *[!A-Za-z0-9_.:-]*) fail "$STATE: unreadable value for $1"; return 1 ;; esac
+    printf '%s\n' "$v"
+}
+
+# recall_governors: put back every CPU's recorded scaling_governor.
+recall_governors() {
+    [ -f "$STATE" ] || return 0
+    for pair in $(awk '$1 ~ /^cpu_governor:cpu[0-9]+$/ && $2 ~ /^[A-Za-z0-9_.-]+$/ {
+                           sub(/^cpu_governor:/, "", $1); print $1 "=" $2 }' "$STATE"); do
+        governor_set "${pair#*=}" "${pair%%=*}"
+    done
+}
+
 # governor_set GOVERNOR [cpuN]: scaling_governor of every CPU (or of cpuN) when it differs.
 governor_set() {
     found=0
@@ -128,14 +174,59 @@ class Scripts:
     rollback: str
 
 
+#: Where the apply script records the host's values before changing them ($STATE overrides).
+STATE_DIR = "/var/lib/nictune"
+
+
 def _dev(item: Item) -> str:
     dev = checks.device(item)
     return '"$DEV"' if dev is None else _safe.shell_quote(dev)
 
 
-def _command(item: Item, value: str) -> str:
-    """The helper call that sets ``item``'s target to ``value`` (already checked)."""
-    dev, tgt, q = _dev(item), checks.target(item), _safe.shell_quote(value)
+def _key(item: Item) -> str:
+    """``item``'s key in the state file (no spaces: family, device, target)."""
+    return f"{item.family.value}:{checks.device(item) or 'DEV'}:{checks.target(item)}"
+
+
+def _reader(item: Item) -> str:
+    """A shell command printing ``item``'s current value on the host."""
+    dev, tgt = _dev(item), checks.target(item)
+    fam = item.family
+    if fam is Family.IP_LINK:
+        return f"link_now {dev} {tgt}"
+    if fam in _ETHTOOL:
+        show, _, labels = _ETHTOOL[fam]
+        return f"ethtool_now {dev} {show} '{labels.get(tgt, tgt)}'"
+    if fam is Family.SYSFS:
+        return f"sysfs_now {dev} {_safe.shell_quote(tgt)}"
+    if fam is Family.QDISC:
+        return f"qdisc_now {dev}"
+    raise AssertionError(f"no reader for {fam}")  # the governor is remembered per CPU
+
+
+def _remember(item: Item) -> str:
+    if item.family is Family.CPU_GOVERNOR:
+        return "remember_governors"
+    return f"remember '{_key(item)}' \"$({_reader(item)})\""
+
+
+def _restore(item: Item) -> str:
+    """Put ``item``'s setting back to what :func:`_remember` recorded."""
+    if item.family is Family.CPU_GOVERNOR:
+        return "recall_governors"
+    key = _key(item)
+    if item.family is Family.QDISC:
+        put = f'if [ "$v" = default ]; then qdisc_reset {_dev(item)}; else qdisc_set {_dev(item)} "$v"; fi'
+    else:
+        put = _command(item, "", quoted='"$v"')
+    return f"if v=$(recall '{key}'); then {put}; else say '{key}: no value recorded, left as it is'; fi"
+
+
+def _command(item: Item, value: str, *, quoted: str | None = None) -> str:
+    """The helper call that sets ``item``'s target to ``value`` (already checked), or to the
+    shell expression ``quoted``."""
+    dev, tgt = _dev(item), checks.target(item)
+    q = quoted if quoted is not None else _safe.shell_quote(value)
     fam = item.family
     if fam is Family.IP_LINK:
         return f"link_set {dev} {tgt} {q}"
@@ -197,6 +288,7 @@ def render_scripts(src: ExportSource, apply_name: str = "apply.sh", rollback_nam
     for item in scripted:
         value = checks.checked(item)
         body.append(f"# knob {_safe.comment(f'{item.knob} = {item.knob_value}')}")
+        body.append(_remember(item))
         body.append(_command(item, value))
     notes: list[str] = []
     if sysctls:
@@ -210,10 +302,13 @@ def render_scripts(src: ExportSource, apply_name: str = "apply.sh", rollback_nam
         notes.append(f"# not applied: knob {_safe.comment(f'{item.knob} = {item.knob_value}')} "
                      f"({_safe.comment(item.family.value)}): {_safe.comment(why)}")
     devices = _devices(scripted)
+    state = [f"STATE=${{STATE:-{STATE_DIR}/job{src.job_id}-trial{src.trial}-$DEV.state}}"]
     apply = _header(src, "Apply the measured configuration's interface settings (idempotent).", [
         f"Usage (as root, on each host of the pair): DEV=IFACE sh {apply_name}",
         f"Undo: DEV=IFACE sh {rollback_name}",
-    ])
+        "Before changing a setting it records the host's value in $STATE (once: running it again keeps "
+        "the first record), which the rollback puts back.",
+    ]) + state
     apply.append(_HELPERS)
     apply += [f"check_dev {d}" for d in devices]
     apply += body or ["say 'nothing to apply: the configuration has no interface setting'"]
@@ -224,16 +319,30 @@ def render_scripts(src: ExportSource, apply_name: str = "apply.sh", rollback_nam
     origins: set[str] = set()
     for item in reversed(scripted):
         back += _rollback_lines(src, item, origins)
-    lines = [f"Usage (as root): DEV=IFACE sh {rollback_name}"]
+    lines = [f"Usage (as root): DEV=IFACE sh {rollback_name}",
+             f"It puts back the host's own values, which {apply_name} recorded in $STATE, and removes the "
+             "record once every value is back. Without the record it changes nothing, unless "
+             "FALLBACK=testbed: then it writes the measured testbed's values instead (below), which "
+             "need not be this host's."]
     if "default" in origins:
         lines.append("Where the trial recorded no value, the search space's knob default is used "
                      "(see the comment above each such line).")
-    lines.append("These are the values of the measured testbed (or the space's defaults), not necessarily this "
-                 "host's: on another host, note its own (ethtool -g/-c/-k/-l/-a, ip link, tc qdisc) before applying.")
-    rollback = _header(src, f"Roll back what {apply_name} set, to the values before the measurement.", lines)
+    rollback = _header(src, f"Roll back what {apply_name} set, to the host's values before it.", lines) + state
     rollback.append(_HELPERS)
     rollback += [f"check_dev {d}" for d in devices]
-    rollback += back or ["say 'nothing to roll back'"]
+    if scripted:
+        rollback += ['if [ -f "$STATE" ]; then',
+                     *(f"    {_restore(item)}" for item in reversed(scripted)),
+                     '    if [ "$status" = 0 ]; then rm -f "$STATE" && say "every value is back; removed $STATE"; fi',
+                     'elif [ "${FALLBACK:-}" = testbed ]; then',
+                     *(f"    {line}" for line in back),
+                     "else",
+                     f"    printf 'nictune: no record of the values {apply_name} changed on this host (%s): nothing "
+                     "rolled back. FALLBACK=testbed writes the measured testbed values instead\\n' \"$STATE\" >&2",
+                     "    exit 1",
+                     "fi"]
+    else:
+        rollback.append("say 'nothing to roll back'")
     rollback += ["", 'exit "$status"']
     return Scripts("\n".join(apply) + "\n", "\n".join(rollback) + "\n")
 

@@ -302,4 +302,4 @@ def test_a_qdisc_rolled_back_to_the_space_default_is_the_kernels_own_root() -> N
     scripts = render_scripts(src)
     assert "qdisc_set \"$DEV\" 'fq'" in scripts.apply
     assert "qdisc_reset \"$DEV\"" in scripts.rollback and "qdisc_set \"$DEV\" 'fq_codel'" not in scripts.rollback
-    assert "not necessarily this host's" in scripts.rollback
+    assert "need not be this host's" in scripts.rollback
