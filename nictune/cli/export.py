@@ -11,6 +11,7 @@ from nictune.cli._common import SIM_NOTE, console, err_console
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.errors import InvalidInputError
 from nictune.export import FORMATS, load_source, render_json, render_sysctl, render_tuned, write_export
+from nictune.export.source import NO_GAIN
 from nictune.jobs.runner import INT32_MAX
 
 _STDOUT = {"tuned": render_tuned, "sysctl": render_sysctl, "json": render_json}
@@ -55,6 +56,8 @@ def export(
     written = write_export(src, fmt, out)
     which = "best trial" if src.is_best else "trial"
     console.print(f"job {src.job_id}, {which} {src.trial} ({src.config_hash[:12]}): {src.gain_text}")
+    if src.no_gain:
+        err_console.print(f"warning: {NO_GAIN}", style="yellow", highlight=False)
     for what, path in written.files.items():
         console.print(Text.assemble(f"  {what}: ", (str(path), "bold")))
     if src.simulated:

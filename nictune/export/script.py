@@ -256,6 +256,9 @@ def _header(src: ExportSource, title: str, lines: list[str]) -> list[str]:
     dev = _safe.device("data interface", src.device) if src.device else "IFACE"
     out += ["set -u", "", 'DEV=${DEV:-}', 'if [ -z "$DEV" ]; then',
             f"    printf 'nictune: set DEV to the interface to tune, e.g. DEV={dev} sh %s\\n' \"$0\" >&2",
+            "    exit 2", "fi",
+            'if [ "$(id -u)" != 0 ]; then',
+            "    printf 'nictune: run %s as root (it reads and writes interface and CPU settings)\\n' \"$0\" >&2",
             "    exit 2", "fi"]
     return out
 

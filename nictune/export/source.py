@@ -23,6 +23,9 @@ from nictune.search_spaces._base import SettingValue
 _SIDES = ("receiver", "sender")
 
 
+#: Said wherever a configuration no better than the default is exported.
+NO_GAIN = "this configuration measured no better than the default configuration: keeping the default is as good"
+
 @dataclass(frozen=True)
 class Item:
     """One host setting of the exported configuration, with the knob it came from.
@@ -162,6 +165,11 @@ class ExportSource:
     def gain_text(self) -> str:
         return str(self.gain.get("text", ""))
 
+    @property
+    def no_gain(self) -> bool:
+        """The job measured the default, and this configuration did no better."""
+        return self.gain.get("better") is False
+
     def header_lines(self) -> list[str]:
         """Comment lines (without ``#``) that every format starts with."""
         which = "the best trial" if self.is_best else "a chosen trial (not the best)"
@@ -174,6 +182,8 @@ class ExportSource:
         ]
         if self.gain_text:
             lines.append(f"measured gain: {self.gain_text}")
+        if self.no_gain:
+            lines.append(f"WARNING: {NO_GAIN}")
         if self.simulated:
             lines.append(f"SIMULATED: {SIMULATED_NOTE}; measure on your hosts before relying on it")
         if not self.feasible:

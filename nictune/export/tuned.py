@@ -49,7 +49,7 @@ def _summary(src: ExportSource) -> str:
     g = src.gain
     change = g.get("change_pct")
     if isinstance(change, int | float):
-        gain = f" {g.get('label')} {change:+.0f}% vs default"
+        gain = f" {g.get('label')} {change:+.1f}% vs default" + (" (no better)" if src.no_gain else "")
     elif isinstance(g.get("value"), int | float):
         gain = f" {g.get('label')} {g['value']:.4g} {g.get('unit', '')}"
     else:

@@ -167,6 +167,12 @@ def test_scripts_are_valid_posix_shell(best: ExportSource, tmp_path: Path) -> No
         res = subprocess.run(["sh", str(path)], env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, capture_output=True,
                              text=True)
         assert res.returncode == 2 and "set DEV to the interface to tune" in res.stderr
+        # Not as root: nothing runs either (setpriv is util-linux's; the script on stdin, since
+        # the test's directory is root's).
+        res = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "sh", "-s"],
+                             input=path.read_text(), env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DEV": "lo"},
+                             capture_output=True, text=True)
+        assert res.returncode == 2 and "as root" in res.stderr, res.stderr
     assert "link_set \"$DEV\" mtu '9000'" in text
     rollback = back.read_text()
     assert "link_set \"$DEV\" mtu '1500'" in rollback
@@ -303,3 +309,19 @@ def test_a_qdisc_rolled_back_to_the_space_default_is_the_kernels_own_root() -> N
     assert "qdisc_set \"$DEV\" 'fq'" in scripts.apply
     assert "qdisc_reset \"$DEV\"" in scripts.rollback and "qdisc_set \"$DEV\" 'fq_codel'" not in scripts.rollback
     assert "need not be this host's" in scripts.rollback
+
+
+def test_a_configuration_no_better_than_the_default_is_exported_with_a_warning() -> None:
+    space = load_space("linux-nic")
+    config = space.configuration({"mtu": 9000}).as_dict()
+    src = ExportSource(job_id=3, trial=5, is_best=True, testbed="sim:cai-100g", simulated=True, workload="tcp",
+                       objectives=["throughput"], constraints=[], engine="bayes", space=space, config=config,
+                       config_hash="b" * 64, metrics={"throughput_gbps": 40.0},
+                       gain={"text": "throughput -0.3%", "better": False, "change_pct": -0.3, "label": "throughput"},
+                       snapshot=None, device=None)
+    warning = "WARNING: this configuration measured no better than the default configuration"
+    assert warning in render_scripts(src).apply and warning in render_sysctl(src)
+    tuned = render_tuned(src)
+    assert warning in tuned and "summary=nictune job 3 trial 5: throughput -0.3 percent vs default (no better)" in tuned
+    better = ExportSource(**{**src.__dict__, "gain": {"text": "+5%", "better": True, "change_pct": 5.0}})
+    assert warning not in render_scripts(better).apply
