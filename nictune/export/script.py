@@ -372,7 +372,6 @@ def _rollback_lines(src: ExportSource, item: Item, origins: set[str]) -> list[st
     if item.family is Family.QDISC and before.origin == "default":
         # The space's default names the qdisc under a single-queue root; on a multi-queue NIC
         # the kernel's own root is mq with one child per queue, which 'replace root' would lose.
-        origins.add("snapshot")
         return [f"# {_safe.comment(what)}: the kernel's own root qdisc (mq on a multi-queue NIC)",
                 f"qdisc_reset {_dev(item)}"]
     origins.add(before.origin)
