@@ -25,7 +25,7 @@ def _authenticate(request: Request, credentials: HTTPAuthorizationCredentials | 
                   needed: Role) -> TokenInfo:
     if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
         raise ApiError(401, "this endpoint needs a bearer token: send 'Authorization: Bearer <token>' "
-                            "(create one with: nictune token create --role read --name NAME)",
+                            f"(create one with: nictune token create --role {needed.value} --name NAME)",
                        field="Authorization", allowed="Bearer <token>", headers=_CHALLENGE)
     with session_scope(dbe) as s:
         token = verify_token(s, credentials.credentials)

@@ -72,6 +72,8 @@ def _raise_for(response: httpx.Response) -> None:
         raise InvalidInputError(message, field=field, allowed=allowed)
     if response.status_code == 409:
         raise JobError(message)
+    if response.status_code == 401 and "Authorization" not in response.request.headers:
+        message += f"; give the token with --token or ${TOKEN_ENV}"
     raise ApiError(f"{response.request.method} {response.request.url.path}: {message}",
                    status=response.status_code, error=body.get("error"))
 

@@ -33,6 +33,9 @@ def test_every_other_endpoint_needs_a_token(shared_api: TestClient, shared_token
         missing = shared_api.request(method, path, headers={"Authorization": ""})
         assert missing.status_code == 401, (method, path)
         assert missing.json()["error"] == "unauthorized" and "Bearer" in missing.json()["message"]
+        # The token it suggests creating is one this endpoint accepts (a read token cannot submit).
+        role = "read" if method == "GET" else "submit"
+        assert f"nictune token create --role {role} " in missing.json()["message"], (method, path)
         assert missing.headers["www-authenticate"].startswith("Bearer")
         revoked = shared_api.request(method, path, headers=shared_tokens.headers("revoked"))
         assert revoked.status_code == 401 and "revoked" in revoked.json()["message"], (method, path)

@@ -56,6 +56,7 @@ def test_submit_follow_and_read_the_best_configuration(db_url: str, tmp_path: Pa
         with pytest.raises(ApiError) as anonymous, Client(server.url, "") as nobody:
             nobody.list_jobs()
         assert anonymous.value.status == 401
+        assert "role read" in str(anonymous.value) and "--token or $NICTUNE_TOKEN" in str(anonymous.value)
         assert Client(server.url, "").health()["status"] == "ok"
 
     server_log = (tmp_path / "server.log").read_text()
