@@ -168,6 +168,7 @@ def _search_details(job: Job, detailed: bool) -> dict[str, Any]:
         "racing": bool((stats.get("options") or {}).get("racing")),
         "runs": stats.get("runs"),
         "warm_start_reused": (stats.get("warm_start") or {}).get("configs"),
+        "engine_done_at": stats.get("engine_done_at"),
     }
     if not detailed:
         return out

@@ -13,7 +13,7 @@ from nictune import db
 from nictune.cli._common import SIM_NOTE, console, fmt, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, history_best_remote, history_remote
-from nictune.cli.results import print_best, print_front, print_jobs, print_noise
+from nictune.cli.results import print_best, print_engine_done, print_front, print_jobs, print_noise
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
 from nictune.jobs.runner import INT32_MAX
@@ -119,6 +119,7 @@ def show(
                   + f", workload {report['workload']}, objective {', '.join(report['objectives'])}"
                   + (f", constraints {', '.join(report['constraints'])}" if report["constraints"] else "")
                   + f", budget {report['budget']}, repeats {report['repeats']}, seed {report['seed']}")
+    print_engine_done(report)
     if len(report["objectives"]) > 1:
         print_front(report)
     print_noise(report)

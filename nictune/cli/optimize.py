@@ -15,7 +15,7 @@ from rich.table import Table
 from nictune.cli._common import SIM_NOTE, console, err_console, fmt, parse_assignments, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
-from nictune.cli.results import print_front, print_noise
+from nictune.cli.results import print_engine_done, print_front, print_noise
 from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_report
 from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE, INT32_MAX
@@ -241,6 +241,7 @@ def _json_result(report: dict[str, Any]) -> dict[str, Any]:
         "runs": report.get("runs"),
         "racing": report.get("racing"),
         "warm_start": _warm_summary(report.get("warm_start")),
+        "engine_done_at": report.get("engine_done_at"),
         "front": [_front_row(row) for row in report.get("front") or []],
     }
 
@@ -268,6 +269,7 @@ def _print_result(report: dict[str, Any]) -> None:
     if warm is not None and warm["reused"]:
         console.print(f"warm start: {warm['reused']} configurations measured earlier on this testbed and workload "
                       + ("were reused" if warm["used_by_engine"] else f"(engine {report['engine']} cannot use them)"))
+    print_engine_done(report)
     if best is None:
         console.print("no trial completed")
         return

@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt, print_json
-from nictune.cli.results import print_best, print_jobs, print_noise
+from nictune.cli.results import print_best, print_engine_done, print_jobs, print_noise
 from nictune.measure._base import METRICS
 from nictune.optimizer import get_objective
 
@@ -56,6 +56,7 @@ def _print_remote_result(job: dict[str, Any], label: str) -> None:
     prog = job.get("progress") or {}
     console.print(f"job {job['id']} {job['state']}: {prog.get('done', 0)} trials, {prog.get('measured', 0)} "
                   f"measured, {prog.get('cached', 0)} from the cache, {prog.get('failed', 0)} failed")
+    print_engine_done(job)
     best = job.get("best")
     if not best:
         console.print("no trial completed")

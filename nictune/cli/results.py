@@ -46,6 +46,17 @@ def print_noise(report: dict[str, Any]) -> None:
         console.print(f"testbed noise: {obj['cv']:.1%} coefficient of variation ({source}; stored with the job)")
 
 
+def print_engine_done(report: dict[str, Any]) -> None:
+    """Why a job used fewer trials than its budget: its engine had nothing left to propose."""
+    done, budget = report.get("engine_done_at"), report.get("budget")
+    if done is None or budget is None or done >= budget:
+        return
+    size = report.get("space_size")
+    small = f": the space has {size:,} configurations before constraints" if size is not None and size <= budget else ""
+    console.print(f"the engine ({report['engine']}) had nothing left to propose after {done} of the {budget} "
+                  f"budgeted trials{small}")
+
+
 def print_best(rows: list[dict[str, Any]], title: str, objective: str, simulated: bool = False) -> None:
     """The table of ``nictune history best``, from local rows or the API's items (``simulated``:
     the testbed is the model, and the table says so)."""

@@ -335,7 +335,10 @@ class JobRunner:
             raise
         # Stopped before or in the final race: interrupted too, so that a resume runs it.
         state = "interrupted" if self.stop.is_set() and (number < ctx.budget or not raced) else "completed"
-        return self._finish(ctx, race, state, number)
+        # An engine with nothing left to propose (a small space measured whole, ofat's pass
+        # done) ends the search before the budget: the job says so rather than leave it a puzzle.
+        done_early = engine.finished and number < ctx.budget
+        return self._finish(ctx, race, state, number, engine_done=done_early)
 
     def _warm_start(self, ctx: JobContext, prep: Prepared, info: Mapping[str, Any]) -> list[Configuration]:
         entries = list(info.get("entries") or [])
@@ -468,7 +471,8 @@ class JobRunner:
                 return True  # the measurement failed: the job keeps what it has
         return True
 
-    def _finish(self, ctx: JobContext, race: Race, state: str, trials: int, *, error: str | None = None) -> JobOutcome:
+    def _finish(self, ctx: JobContext, race: Race, state: str, trials: int, *, error: str | None = None,
+                engine_done: bool = False) -> JobOutcome:
         samples = race.snapshot()
         best = ctx.policy.recommend(samples) if samples else None
         with ctx.stats_lock, db.session_scope(self.dbe) as s:
@@ -481,6 +485,8 @@ class JobRunner:
                 job.stats["noise"] = ctx.policy.noise_report(samples)
             if len(ctx.goal.objectives) > 1:
                 job.stats["front"] = _front(ctx, race)
+            if engine_done:
+                job.stats["engine_done_at"] = trials
             db.set_job_state(s, job, state, error=error)
             job.stats["finished_at"] = datetime.now(UTC).isoformat()
             stats = dict(job.stats)

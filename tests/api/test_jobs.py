@@ -32,6 +32,16 @@ def test_submit_runs_the_job_in_the_background(api: TestClient) -> None:
     assert job["eta_s"] is None and job["finished_at"] is not None
 
 
+def test_a_job_whose_engine_runs_out_before_the_budget_says_when(api: TestClient) -> None:
+    small = wait_for(api, submit(api, testbed="sim:ixgbe-10g", budget=20)["id"])  # a space of 8 configurations
+    assert small["state"] == "completed" and small["progress"]["done"] == 8
+    assert small["engine_done_at"] == 8
+    listed = api.get("/v1/jobs", params={"testbed": "sim:ixgbe-10g"}).json()["items"]
+    assert listed[0]["engine_done_at"] == 8
+    spent = wait_for(api, submit(api, testbed="sim:ixgbe-10g", budget=4, warm_start=False)["id"])
+    assert spent["progress"]["done"] == 4 and spent["engine_done_at"] is None
+
+
 def test_trials_are_paginated_and_sortable_by_any_metric(api: TestClient) -> None:
     job = wait_for(api, submit(api, budget=15)["id"])
     url = f"/v1/jobs/{job['id']}/trials"

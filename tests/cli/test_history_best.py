@@ -94,3 +94,25 @@ def test_history_best_names_only_the_jobs_of_its_workload(tmp_path: Path) -> Non
         assert best.returncode == 0, best.stderr
         rows = json.loads(best.stdout)
         assert len(rows) >= 3 and all(r["jobs"] == [job] for r in rows), [r["jobs"] for r in rows]
+
+
+def test_a_space_measured_whole_before_the_budget_says_why_the_job_stopped(tmp_path: Path) -> None:
+    """sim:ixgbe-10g's space has 8 configurations: with a budget of 20 the engine runs out of
+    configurations first, and the job says so (it used to show "8 trials" with "budget 20" and
+    no word why)."""
+    db = tmp_path / "history.db"
+    run = nictune(db, "optimize", "--objective", "packet-rate", "--testbed", "sim:ixgbe-10g", "--budget", "20")
+    assert run.returncode == 0, run.stderr
+    said = ("the engine (bayes) had nothing left to propose after 8 of the 20 budgeted trials: "
+            "the space has 8 configurations before constraints")
+    assert said in run.stdout
+    assert said in nictune(db, "history", "show", "1").stdout
+    as_json = nictune(db, "optimize", "--objective", "packet-rate", "--testbed", "sim:ixgbe-10g", "--budget", "30",
+                      "--no-warm-start", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["engine_done_at"] == 8
+    spent = nictune(db, "optimize", "--objective", "packet-rate", "--testbed", "sim:ixgbe-10g", "--budget", "5",
+                    "--no-warm-start")
+    assert spent.returncode == 0, spent.stderr
+    assert "nothing left to propose" not in spent.stdout  # the budget ended that one
+    assert json.loads(nictune(db, "history", "show", "3", "--json").stdout)["engine_done_at"] is None

@@ -200,6 +200,9 @@ class JobOut(BaseModel):
     racing: bool = Field(False, description="Adaptive repeats were on.")
     runs: int | None = Field(None, description="Benchmark runs made (all repeats).")
     warm_start_reused: int | None = Field(None, description="Earlier measured configurations the job reused.")
+    engine_done_at: int | None = Field(None, description="Trials after which the engine had nothing left to "
+                                                         "propose, when that came before the budget (a small "
+                                                         "space measured whole, ofat's pass done); else null.")
     recommendation: Recommendation | None = Field(None, description="Finished jobs: the recommended "
                                                                     "configuration with its interval.")
     noise: dict[str, dict[str, float]] | None = Field(
