@@ -325,6 +325,19 @@ def test_a_two_objective_job_shows_its_pareto_front(service: Service, tmp_path: 
         page.screenshot(path=str(tmp_path / "dashboard-pareto-front.png"), full_page=True)
 
 
+def test_a_job_whose_engine_ran_out_says_so_by_its_progress(service: Service, tmp_path: Path) -> None:
+    """sim:ixgbe-10g's space has 8 configurations: at a budget of 20 the bar stops at 8 of 20,
+    and the line next to it says why."""
+    _require_browser()
+    job, _ = _finished_job(service, {"testbed": "sim:ixgbe-10g", "budget": 20, "seed": 1})
+    assert job["engine_done_at"] == 8
+
+    with _job_page(service, tmp_path, job["id"]) as page:
+        wait_until(page, "() => document.querySelector('#progress-text')?.textContent.includes('nothing left')")
+        text = page.inner_text("#progress-text")
+        assert text.startswith("8 / 20 trials") and "nothing left to propose after 8 trials" in text
+
+
 def test_the_event_stream_parser(service: Service) -> None:
     """The dashboard's SSE parser (js/sse.js), run in Chromium on frames split at awkward places."""
     sync_api = _require_browser()
