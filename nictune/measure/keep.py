@@ -15,15 +15,16 @@ overwriting its values, and a trial waits for them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from nictune.errors import InvalidInputError, MeasurementError, NictuneError, RestoreError
 from nictune.measure.appliers import applier_for, validate_settings
-from nictune.measure.hosts import Host, host_from_spec
+from nictune.measure.hosts import Host, NetnsHost, host_from_spec, is_global_sysctl
 from nictune.measure.iperf3 import Endpoints
 from nictune.measure.journal import Journal, ReplayReport, replay_journal, state_dir
-from nictune.measure.locks import testbed_locks
+from nictune.measure.locks import MACHINE_FAMILIES, testbed_locks
 from nictune.measure.transaction import Step, Trial, check_reachable, plan
 from nictune.search_spaces._base import Family, Setting
 
@@ -49,12 +50,66 @@ def keep_settings(ends: Endpoints, settings: list[Setting], testbed: str) -> lis
         return _keep(ends, steps, checked, testbed)
 
 
+def _machine(host: Host) -> str:
+    """Which machine ``host`` is: its machine id when it has one (SSH), else this machine."""
+    return host.machine_id() or ("" if host.machine_id() is None else host.name)
+
+
+def _machine_wide(host: Host, family: Family, device: str, targets: Iterable[str]) -> set[tuple[str, str]]:
+    """(machine, setting) of the machine-wide settings among ``targets`` written on ``host``."""
+    if family in MACHINE_FAMILIES:
+        return {(_machine(host), f"{family.value} {device}")}
+    if family is not Family.SYSCTL:
+        return set()
+    return {(_machine(host), key) for key in targets if is_global_sysctl(key) or not isinstance(host, NetnsHost)}
+
+
+def _held_elsewhere(steps: list[Step], testbed: str) -> dict[str, list[str]]:
+    """Machine-wide settings that ``steps`` would write and that a configuration kept on another
+    testbed already holds, by that testbed. A second apply would journal the first one's values
+    as the host's own, and restoring the two in the order they were applied would leave the
+    first one's values on the machine."""
+    mine: set[tuple[str, str]] = set()
+    for step in steps:
+        mine |= _machine_wide(step.host, step.family, step.device, (s.target for s in step.settings))
+    if not mine or not applied_dir().is_dir():
+        return {}
+    held: dict[str, list[str]] = {}
+    for path in sorted(applied_dir().glob("*.json")):
+        try:
+            record = Journal.at(path).read() or {}
+        except InvalidInputError:
+            continue
+        other = str(record.get("testbed", path.stem))
+        if other == testbed:
+            continue
+        hosts = record.get("hosts") or {}
+        for entry in record.get("entries") or []:
+            try:
+                host = host_from_spec(hosts[entry["side"]])
+                family = Family(entry["family"])
+                theirs = _machine_wide(host, family, str(entry.get("device", "")), entry.get("snapshot") or {})
+            except (NictuneError, KeyError, TypeError, ValueError):
+                continue
+            for _, name in sorted(theirs & mine):
+                if name not in held.setdefault(other, []):
+                    held[other].append(name)
+    return {k: v for k, v in held.items() if v}
+
+
 def _keep(ends: Endpoints, steps: list[Step], checked: list[Setting], testbed: str) -> list[str]:
     journal = Journal(testbed, applied_dir())
     if journal.exists():
         raise InvalidInputError(
             f"a configuration is already applied on {testbed}; undo it first with "
             f"nictune restore --testbed {testbed}", field="testbed")
+    held = _held_elsewhere(steps, testbed)
+    if held:
+        other, names = next(iter(held.items()))
+        raise InvalidInputError(
+            f"{other} keeps a configuration that set machine-wide settings {testbed} would change too "
+            f"({', '.join(names)}); restore it first with nictune restore --testbed {other}",
+            field="testbed", allowed=f"nictune restore --testbed {other} first")
     trial = Trial(ends, journal)
     entries: list[dict[str, Any]] = []
     trial._snapshot(steps, entries)

@@ -216,3 +216,48 @@ def test_apply_keeps_a_configuration_and_restore_brings_the_old_values_back(
         if (state_dir.parent / "applied" / Journal(testbed).path.name).exists():
             subprocess.run([sys.executable, "-m", "nictune", "restore", "--testbed", testbed], env=env,
                            capture_output=True, timeout=120)
+
+
+def test_a_second_testbed_cannot_apply_over_machine_wide_settings_another_one_keeps(
+    pair: VethPair, env: dict[str, str], state_dir: Path
+) -> None:
+    """Two veth pairs share the machine's net.core sysctls. Applying on the second while the
+    first keeps its configuration used to journal the first one's rmem_max as the host's own:
+    restoring the first, then the second, left the first one's value on the machine."""
+    other = VethPair(unique_name())
+    other.up()
+    rmem_before = LocalHost().read_file(RMEM_MAX).strip()
+    first, second = f"veth:{pair.name}", f"veth:{other.name}"
+    restore = [sys.executable, "-m", "nictune", "restore", "--testbed"]
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "nictune", "optimize", "--testbed", first, "--workload", "tcp",
+             "--objective", "throughput", "--engine", "random", "--budget", "1", "--repeats", "1", "--duration", "1",
+             "--json"], env=env, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        job = str(json.loads(run.stdout)["job_id"])
+        apply = [sys.executable, "-m", "nictune", "apply", job, "--testbed"]
+        done = subprocess.run([*apply, first], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        kept = LocalHost().read_file(RMEM_MAX).strip()
+        refused = subprocess.run([*apply, second], env=env, capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 2, refused.stderr
+        message = " ".join(refused.stderr.split())
+        assert f"{first} keeps a configuration that set machine-wide settings" in message
+        assert "rmem_max" in message and f"nictune restore --testbed {first}" in message
+        assert "Traceback" not in refused.stderr
+        assert not (state_dir.parent / "applied" / Journal(second).path.name).exists()
+        assert LocalHost().read_file(RMEM_MAX).strip() == kept
+        # Restored first, the second applies and restores to the machine's own value.
+        assert subprocess.run([*restore, first], env=env, capture_output=True, timeout=120).returncode == 0
+        assert LocalHost().read_file(RMEM_MAX).strip() == rmem_before
+        done = subprocess.run([*apply, second], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert subprocess.run([*restore, second], env=env, capture_output=True, timeout=120).returncode == 0
+        assert LocalHost().read_file(RMEM_MAX).strip() == rmem_before
+    finally:
+        for testbed in (first, second):
+            if (state_dir.parent / "applied" / Journal(testbed).path.name).exists():
+                subprocess.run([*restore, testbed], env=env, capture_output=True, timeout=120)
+        if other.exists():
+            other.down()
