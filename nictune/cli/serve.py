@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -24,6 +25,63 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _check_testbed(name: str) -> str:
+    """A testbed the operator lets clients submit to: ``veth[:NAME]``, ``pool:NAME``, a pair
+    YAML file that exists, or a simulated one (always allowed anyway).
+
+    Raises:
+        InvalidInputError: none of these, naming the option and the forms it takes.
+    """
+    from nictune.errors import InvalidInputError
+    from nictune.executors.celery_app import POOL_PREFIX, check_pool_name
+    from nictune.measure.sim import PROFILES
+    from nictune.measure.veth import check_pair_name
+
+    allowed = "veth, veth:NAME, pool:NAME or a pair YAML file"
+    try:
+        if name == "veth" or name in PROFILES:
+            return name
+        if name.startswith("veth:"):
+            check_pair_name(name.partition(":")[2])
+            return name
+        if name.startswith(POOL_PREFIX):
+            check_pool_name(name.removeprefix(POOL_PREFIX))
+            return name
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"--allow-testbed {name!r}: {exc}", field="--allow-testbed",
+                                allowed=exc.allowed) from None
+    if name.endswith((".yaml", ".yml")):
+        if not Path(name).is_file():
+            raise InvalidInputError(f"--allow-testbed {name!r}: no such file", field="--allow-testbed",
+                                    allowed=allowed)
+        return name
+    raise InvalidInputError(f"--allow-testbed {name!r} is not a testbed", field="--allow-testbed", allowed=allowed)
+
+
+def _check_listen(host: str, port: int) -> None:
+    """Fail before uvicorn starts (exit 3 and its own log line) when the address is taken.
+
+    Raises:
+        NictuneError: the address cannot be bound.
+    """
+    import socket
+
+    from nictune.errors import NictuneError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise NictuneError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise NictuneError(f"cannot listen on {host}:{port}: {exc.strerror or exc} "
+                               "(another service on that port? choose one with --port)") from None
 
 
 def _run(app: Any, host: str, port: int, log_level: str, grace_s: float) -> None:
@@ -71,7 +129,7 @@ def serve(
     if db is not None:
         overrides["db_url"] = str(resolve_url(db))  # a plain path is a SQLite file
     if testbed:
-        overrides["testbeds"] = list(testbed)
+        overrides["testbeds"] = [_check_testbed(name) for name in testbed]
     if max_budget is not None:
         overrides["max_budget"] = max_budget
     if executor not in (None, "local", "celery"):
@@ -85,6 +143,12 @@ def serve(
         err_console.print(Text.assemble(("warning:", "yellow"), f" listening on {settings.host}: the service speaks "
                                         "plain HTTP; put it behind a TLS proxy before exposing it"), highlight=False)
     logging.basicConfig(level=log_level.value.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _check_listen(settings.host, settings.port)
+    # Opened (created or upgraded) here first, so that a database that cannot be is one line
+    # and exit 1, not a traceback from the service's startup.
+    from nictune.db import open_database
+
+    open_database(settings.database_url()).dispose()
     _run(create_app(settings), settings.host, settings.port, log_level.value, settings.shutdown_grace_s)
 
 

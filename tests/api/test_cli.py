@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -55,3 +60,35 @@ def test_serve_binds_loopback_by_default() -> None:
     app = typer.Typer()
     serve_cli.register(app)
     assert [c.name for c in app.registered_commands] == ["serve"]
+
+
+def _serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NICTUNE_DB": f"sqlite:///{tmp_path}/ok.db", "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "nictune", "serve", *args], capture_output=True, text=True,
+                          timeout=60, env=env)
+
+
+def test_serve_startup_failures_are_one_line_before_anything_listens(tmp_path: Path) -> None:
+    """A database that cannot be opened and a port already taken were a 70-frame traceback and
+    uvicorn's own exit 3; a nonsense --allow-testbed was accepted."""
+    garbage = tmp_path / "garbage.db"
+    garbage.write_text("not a database")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        busy = _serve(tmp_path, "--port", port)
+        assert busy.returncode == 1, busy.stderr
+        assert f"cannot listen on 127.0.0.1:{port}" in busy.stderr and "--port" in busy.stderr
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        free = str(probe.getsockname()[1])
+    bad_db = _serve(tmp_path, "--port", free, "--db", str(garbage))
+    assert bad_db.returncode == 1 and "Traceback" not in bad_db.stderr
+    assert bad_db.stderr.startswith("error: database error") and len(bad_db.stderr.strip().splitlines()) == 1
+    for name, needle in (("garbage thing", "veth, veth:NAME, pool:NAME or a pair YAML file"),
+                         ("veth:TooLongName", "^[a-z][a-z0-9]{0,7}$"), ("pool:", "pool name ''"),
+                         (str(tmp_path / "nope.yaml"), "no such file")):
+        refused = _serve(tmp_path, "--port", free, "--allow-testbed", name)
+        assert refused.returncode == 2, (name, refused.stderr)
+        assert refused.stderr.startswith(f"error: --allow-testbed {name!r}") and needle in refused.stderr
