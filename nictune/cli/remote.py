@@ -8,7 +8,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from nictune.cli._common import SIM_NOTE, console, fmt, print_json
+from nictune.cli._common import SIM_NOTE, console, err_console, fmt, print_json
 from nictune.cli.results import print_best, print_engine_done, print_jobs, print_noise
 from nictune.measure._base import METRICS
 from nictune.optimizer import get_objective
@@ -35,16 +35,22 @@ def optimize_remote(server: str, token: str | None, fields: dict[str, Any], json
                             TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=console,
                             disable=json_out)
         task = progress.add_task("trials", total=job["budget"], best="")
-        with progress:
-            for ev in client.follow_events(job_id):
-                if ev.event != "trial" or not isinstance(ev.data, dict):
-                    continue
-                data = ev.data
-                best = data.get("best") or {}
-                label = ""
-                if best.get("metrics"):
-                    label = f"best {fmt(objective.value(best['metrics']))} {objective.unit}"
-                progress.update(task, completed=int(data.get("number", 0)) + 1, best=label)
+        try:
+            with progress:
+                for ev in client.follow_events(job_id):
+                    if ev.event != "trial" or not isinstance(ev.data, dict):
+                        continue
+                    data = ev.data
+                    best = data.get("best") or {}
+                    label = ""
+                    if best.get("metrics"):
+                        label = f"best {fmt(objective.value(best['metrics']))} {objective.unit}"
+                    progress.update(task, completed=int(data.get("number", 0)) + 1, best=label)
+        except KeyboardInterrupt:  # the job is the service's: Ctrl-C only stops following it
+            err_console.print(f"stopped following job {job_id}; it goes on on {server}. See it with: nictune "
+                              f"history --server {server}; cancel it in the dashboard ({server}/#/jobs/{job_id}) or "
+                              f"with POST {server}/v1/jobs/{job_id}/cancel", soft_wrap=True)
+            raise typer.Exit(130) from None
         final = client.get_job(job_id)
     if json_out:
         print_json(final)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,35 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
                      "--server", server.url, "--token", token, "--json", env_db=db_url)
         assert custom.returncode == 0, custom.stderr
         assert json.loads(custom.stdout)["space"] == "my-benson"
+
+
+def test_ctrl_c_stops_following_a_server_job_and_says_it_goes_on(db_url: str, tmp_path: Path) -> None:
+    """The job belongs to the service: Ctrl-C on `optimize --server` used to exit 130 with no
+    word, leaving the user to guess that the job was still running there."""
+    from nictune.api.client import Client
+
+    token = cli_token(db_url, "submit", "cli")
+    with running_server(db_url, tmp_path / "server.log", env={"NICTUNE_API_TRIAL_DELAY_S": "0.2"}) as server, \
+            Client(server.url, token) as api:
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "nictune", "optimize", "--objective", "throughput", "--budget", "300",
+             "--server", server.url, "--token", token], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "NICTUNE_DB": "sqlite:////nonexistent/not-used.db", "COLUMNS": "300"})
+        try:
+            deadline = time.monotonic() + 60
+            while not (jobs := api.list_jobs()["items"]) or jobs[0]["progress"]["done"] < 2:
+                assert time.monotonic() < deadline and follower.poll() is None, follower.stderr
+                time.sleep(0.2)
+            follower.send_signal(signal.SIGINT)
+            _, err = follower.communicate(timeout=30)
+        finally:
+            if follower.poll() is None:
+                follower.kill()
+                follower.wait()
+        job_id = jobs[0]["id"]
+        assert follower.returncode == 130, err
+        said = " ".join(err.split())
+        assert f"stopped following job {job_id}; it goes on on {server.url}" in said and "Traceback" not in err
+        assert f"POST {server.url}/v1/jobs/{job_id}/cancel" in said
+        assert api.get_job(job_id)["state"] == "running"
+        api.cancel_job(job_id)
