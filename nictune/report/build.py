@@ -147,6 +147,15 @@ def _job_rows(job: JobData) -> list[tuple[str, str]]:
     if job.simulated:
         testbed += " <strong class=simtag>simulated (a model, not hardware)</strong>"
     params = json.dumps(i.get("engine_params") or {}, sort_keys=True)
+    repeats = int(i["repeats"])
+    plural = "" if repeats == 1 else "s"
+    # With racing, a configuration gets a second run only while it could be the best.
+    runs_each = (f"up to {repeats} run{plural} each (adaptive repeats)" if i.get("racing")
+                 else f"{repeats} run{plural} each")
+    runs_total = f"; {i['runs']} benchmark runs" if i.get("runs") else ""
+    done = i.get("engine_done_at")
+    stopped = (f"; the engine had nothing left to propose after {done}"
+               if done is not None and done < int(i["budget"]) else "")
     return [
         ("job", _e(f"{i['job_id']} ({i['state']})")),
         ("testbed", testbed),
@@ -155,9 +164,9 @@ def _job_rows(job: JobData) -> list[tuple[str, str]]:
         ("objective", _e(objectives)),
         ("constraints", _e(", ".join(i["constraints"]) or "none")),
         ("engine", _e(f"{i['engine']} {params}" if params != "{}" else i["engine"])),
-        ("budget", _e(f"{i['budget']} trials, {i['repeats']} repeats each, seed {i['seed']}")),
+        ("budget", _e(f"{i['budget']} trials, {runs_each}, seed {i['seed']}")),
         ("trials", _e(f"{i['trials']} ({i['measured']} measured, {i['cached']} from the cache, "
-                      f"{i['failed']} failed)")),
+                      f"{i['failed']} failed{runs_total}){stopped}")),
         ("created / finished", _e(f"{i.get('created_at') or '-'} / {i.get('finished_at') or '-'}")),
     ]
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from nictune.cli import export as export_cli
 from nictune.cli import report as report_cli
 from nictune.errors import InvalidInputError, NotFoundError
-from nictune.jobs import job_report
+from nictune.jobs import JobRunner, JobSpec, create_job, job_report
 from nictune.report import Report, build_report, knob_importance, load_job, ofat_rounds
 from nictune.report.figures import fmt
 from tests.report.conftest import Jobs
@@ -105,8 +105,25 @@ def test_report_names_the_job_and_says_the_testbed_is_simulated(jobs: Jobs, ga_r
     assert ga_report.simulated
     for text in (f"nictune report: job {jobs.ga} (simulated)", "sim:benson-40g", "Simulated testbed",
                  "a model", "workload", "tcp", "throughput", "Gbit/s", "constraints", "engine", "ga",
-                 "60 trials, 3 repeats each, seed 7"):
+                 "60 trials, 3 runs each, seed 7"):
         assert text in html, text
+
+
+def test_report_says_how_repeats_were_spent_and_why_a_job_ended_early(jobs: Jobs, ofat_report: Report,
+                                                                     tmp_path: Path) -> None:
+    """With racing a configuration gets its repeats only while it could be the best (the report
+    said "3 repeats each" of a job whose trials mostly ran once); a job whose engine ran out of
+    configurations says after how many trials."""
+    html = ofat_report.html.read_text(encoding="utf-8")
+    info = job_report(jobs.engine, jobs.ofat)
+    assert info["racing"] and info["runs"] > info["trials"]
+    assert "50 trials, up to 3 runs each (adaptive repeats), seed 7" in html
+    assert f"{info['runs']} benchmark runs" in html and "nothing left to propose" not in html
+    small = create_job(jobs.engine, JobSpec(objectives=["packet-rate"], testbed="sim:ixgbe-10g", budget=20, seed=7,
+                                            warm_start=False))
+    JobRunner(jobs.engine).run(small)  # the ixgbe-numa space has 8 configurations
+    report = build_report(jobs.engine, small, tmp_path / "small")
+    assert "; the engine had nothing left to propose after 8" in report.html.read_text(encoding="utf-8")
 
 
 def test_report_opens_without_network(ga_report: Report) -> None:
