@@ -77,7 +77,8 @@ def check(
     from nictune.measure.pair_file import check_pair, load_pair
 
     if not path.is_file():
-        raise InvalidInputError(f"no such file: {path}", field="FILE", allowed="a testbed YAML file")
+        what = "is a directory, not a file" if path.is_dir() else "no such file"
+        raise InvalidInputError(f"{path}: {what}", field="FILE", allowed="a testbed YAML file")
     result = check_pair(load_pair(str(path)))
     if json_out:
         print_json(result)

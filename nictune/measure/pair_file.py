@@ -51,8 +51,12 @@ _MISSING = 'for t; do command -v "$t" >/dev/null 2>&1 || echo "$t"; done'
 
 
 def _bad(field: str, value: object, allowed: str) -> InvalidInputError:
+    shown = repr(value)
+    if len(shown) > 80:  # a whole file read as one string (not YAML) is not worth printing
+        size = f"{len(value)} characters" if isinstance(value, str) else f"{len(shown)} characters as text"
+        shown = f"{shown[:60]}... ({type(value).__name__}, {size})"
     return InvalidInputError(
-        f"pair file: {field} = {value!r} is not valid; allowed: {allowed}",
+        f"pair file: {field} = {shown} is not valid; allowed: {allowed}",
         field=field,
         allowed=allowed,
     )

@@ -36,6 +36,7 @@ HUGE = "99999999999999999999"  # beyond every database's INTEGER
         (["history", "best", "-t", "sim:benson-40g", "-w", "nosuch", "-o", "throughput"], "unknown workload 'nosuch'"),
         (["optimize", "-o", "throughput", "--server", "notaurl"], "expected the service's URL"),
         (["spaces", "validate", "/"], "/ is a directory, not a space file"),
+        (["testbed", "check", "/"], "/: is a directory, not a file; allowed: a testbed YAML file"),
         # The allowed values end the line when the message does not give them.
         (["serve", "--executor", "bogus"], "unknown executor 'bogus'; allowed: local, celery"),
     ],
@@ -75,3 +76,15 @@ def test_resume_refuses_options_that_would_change_the_job(tmp_path: Path) -> Non
     assert current.returncode == 0 and "does not exist yet" in current.stdout and not (tmp_path / "new").exists()
     assert nictune("db", "upgrade", "--db", str(tmp_path / "empty.db")).returncode == 0
     assert "no jobs yet" in nictune("history", "--db", str(tmp_path / "empty.db")).stdout
+
+
+def test_a_pair_file_that_is_not_yaml_is_not_printed_whole(tmp_path: Path) -> None:
+    """`testbed check /etc/passwd` printed the whole file back as the invalid value."""
+    text = tmp_path / "pair.yaml"
+    text.write_text("word " * 400)
+    env = {**os.environ, "NICTUNE_DB": f"sqlite:///{tmp_path / 'h.db'}", "COLUMNS": "200"}
+    res = subprocess.run([sys.executable, "-m", "nictune", "testbed", "check", str(text)], capture_output=True,
+                         text=True, timeout=60, env=env)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "(str, 1999 characters) is not valid; allowed: a mapping with sender and receiver" in res.stderr
+    assert len(res.stderr) < 300
