@@ -71,5 +71,10 @@ class StorageError(NictuneError):
     """The database could not be read or written."""
 
 
+class DatabaseUrlError(StorageError, InvalidInputError):
+    """A database URL nictune cannot use (malformed, a database it does not support, a driver
+    that is not installed): a storage error that the user's input caused (CLI exit 2)."""
+
+
 class JobError(NictuneError):
     """A job cannot be created, resumed or continued."""

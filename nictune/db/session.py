@@ -22,7 +22,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from nictune.db._errors import describe
-from nictune.errors import StorageError
+from nictune.errors import DatabaseUrlError, StorageError
 
 ENV_VAR = "NICTUNE_DB"
 """Environment variable that overrides :func:`default_url` (a URL or a file path)."""
@@ -57,11 +57,21 @@ def resolve_url(url: str | URL | None) -> str | URL:
     return url
 
 
+#: The databases nictune keeps its history in, and how to name them.
+SUPPORTED_BACKENDS = ("sqlite", "postgresql")
+URL_FORMS = "sqlite:///PATH, a SQLite file's path, or postgresql+psycopg://USER@HOST[:PORT]/DATABASE"
+
+
 def _parse(url: str | URL) -> URL:
     try:
-        return make_url(url)
+        parsed = make_url(url)
     except ArgumentError as exc:
-        raise StorageError(f"invalid database URL: {exc}") from exc
+        raise DatabaseUrlError(f"invalid database URL: {exc}", field="db", allowed=URL_FORMS) from exc
+    if parsed.get_backend_name() not in SUPPORTED_BACKENDS:
+        raise DatabaseUrlError(f"database URL {parsed.render_as_string(hide_password=True)}: nictune keeps its "
+                               f"history in SQLite or PostgreSQL, not {parsed.get_backend_name()}", field="db",
+                               allowed=URL_FORMS)
+    return parsed
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -133,7 +143,7 @@ def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
     try:
         engine = create_engine(parsed, **kwargs)
     except (ArgumentError, ImportError) as exc:
-        raise StorageError(f"cannot use database URL {parsed!r}: {exc}") from exc
+        raise DatabaseUrlError(f"cannot use database URL {parsed!r}: {exc}", field="db", allowed=URL_FORMS) from exc
     if is_sqlite:
         event.listen(engine, "connect", _on_sqlite_connect)
         event.listen(engine, "begin", _on_sqlite_begin)

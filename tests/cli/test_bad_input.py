@@ -36,6 +36,9 @@ HUGE = "99999999999999999999"  # beyond every database's INTEGER
         (["history", "best", "-t", "sim:benson-40g", "-w", "nosuch", "-o", "throughput"], "unknown workload 'nosuch'"),
         (["optimize", "-o", "throughput", "--server", "notaurl"], "expected the service's URL"),
         (["spaces", "validate", "/"], "/ is a directory, not a space file"),
+        # A database nictune does not support is bad input, not a failure while working.
+        (["db", "current", "--db", "mysql://x"], "not mysql; allowed: sqlite:///PATH"),
+        (["history", "--db", "nosuchdialect://x"], "not nosuchdialect; allowed: sqlite:///PATH"),
         (["testbed", "check", "/"], "/: is a directory, not a file; allowed: a testbed YAML file"),
         # The allowed values end the line when the message does not give them.
         (["serve", "--executor", "bogus"], "unknown executor 'bogus'; allowed: local, celery"),

@@ -27,7 +27,7 @@ from nictune.db import (
     session_scope,
     upgrade,
 )
-from nictune.errors import StorageError
+from nictune.errors import InvalidInputError, StorageError
 
 from .support import add_workload
 
@@ -179,5 +179,9 @@ def test_savepoints_roll_back_inside_the_outer_transaction(db_url: str) -> None:
 def test_bad_urls_are_storage_errors() -> None:
     with pytest.raises(StorageError):
         make_engine("not a url")
-    with pytest.raises(StorageError):
+    with pytest.raises(StorageError) as unsupported:
         make_engine("nosuchdialect://x")
+    # ... caused by the user's input: the CLI exits 2 naming the forms it takes.
+    assert isinstance(unsupported.value, InvalidInputError) and unsupported.value.field == "db"
+    with pytest.raises(InvalidInputError, match="not mysql"):
+        make_engine("mysql://user:secret@127.0.0.1/x")
