@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+from collections.abc import Callable
 
 
 class ChildProcess:
@@ -24,3 +25,17 @@ class ChildProcess:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def interrupt(process: subprocess.Popen[str], sig: int, ready: Callable[[], object],
+              timeout: float = 30.0) -> tuple[str, str]:
+    """Once ``ready()`` returns (it waits for the moment to strike), send ``sig`` to ``process``
+    and collect its output; the process is killed if it is still there at the end."""
+    try:
+        ready()
+        process.send_signal(sig)
+        return process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -41,12 +41,16 @@ def measure(
 ) -> None:
     """Measure one configuration: the base configuration with the --set changes."""
     wl = get_workload(workload, scenario=scenario, duration_s=duration)
-    with open_testbed(testbed, noise=noise) as bed:
-        for notice in bed.notices:
-            err_console.print(notice)
-        sp = load_space(space or bed.default_space())
-        config = sp.configuration(parse_assignments(set_), base=profile)
-        result = bed.measure(sp.settings(config), wl, repeats, seed)
+    try:
+        with open_testbed(testbed, noise=noise) as bed:
+            for notice in bed.notices:
+                err_console.print(notice)
+            sp = load_space(space or bed.default_space())
+            config = sp.configuration(parse_assignments(set_), base=profile)
+            result = bed.measure(sp.settings(config), wl, repeats, seed)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (a trial restores the hosts before it lets go)
+        err_console.print("interrupted: nothing was measured")
+        raise typer.Exit(130) from None
     samples = [s.metrics for s in result.samples]
     stats = summarise(samples)
     if json_out:

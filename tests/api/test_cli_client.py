@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import interrupt
+
 from .server import running_server
 from .test_server import cli_token
 
@@ -83,18 +85,16 @@ def test_ctrl_c_stops_following_a_server_job_and_says_it_goes_on(db_url: str, tm
             [sys.executable, "-m", "nictune", "optimize", "--objective", "throughput", "--budget", "300",
              "--server", server.url, "--token", token], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "NICTUNE_DB": "sqlite:////nonexistent/not-used.db", "COLUMNS": "300"})
-        try:
+        def two_trials_done() -> int:
             deadline = time.monotonic() + 60
             while not (jobs := api.list_jobs()["items"]) or jobs[0]["progress"]["done"] < 2:
                 assert time.monotonic() < deadline and follower.poll() is None, follower.stderr
                 time.sleep(0.2)
-            follower.send_signal(signal.SIGINT)
-            _, err = follower.communicate(timeout=30)
-        finally:
-            if follower.poll() is None:
-                follower.kill()
-                follower.wait()
-        job_id = jobs[0]["id"]
+            return int(jobs[0]["id"])
+
+        job_ids: list[int] = []
+        _, err = interrupt(follower, signal.SIGINT, lambda: job_ids.append(two_trials_done()))
+        job_id = job_ids[0]
         assert follower.returncode == 130, err
         said = " ".join(err.split())
         assert f"stopped following job {job_id}; it goes on on {server.url}" in said and "Traceback" not in err

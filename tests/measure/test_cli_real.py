@@ -19,6 +19,7 @@ from nictune.measure.journal import Journal
 from nictune.measure.locks import exclusive
 from nictune.measure.veth import VethPair
 from tests.measure.support import unique_name, wait_no_processes
+from tests.processes import interrupt
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -146,14 +147,7 @@ def test_sigterm_stops_an_optimize_cleanly(env: dict[str, str]) -> None:
                    "throughput", "--budget", "5", "--repeats", "1", "--duration", "20", "--seed", "1",
                    "--engine", "ga", "--param", "population=4", "--param", "local=1", "--param", "elite=1",
                    env=env)
-    try:
-        wait_for_iperf3(proc)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    _, err = interrupt(proc, signal.SIGTERM, lambda: wait_for_iperf3(proc))
     assert proc.returncode == 130
     assert "nictune optimize --resume 1" in err.replace("\n", " ")
     assert not VethPair(name).exists()
@@ -161,6 +155,19 @@ def test_sigterm_stops_an_optimize_cleanly(env: dict[str, str]) -> None:
     hist = subprocess.run([sys.executable, "-m", "nictune", "history", "--json"], env=env, capture_output=True,
                           text=True, timeout=60)
     assert json.loads(hist.stdout)[0]["state"] == "interrupted"
+
+
+def test_ctrl_c_stops_a_measure_and_says_so(pair: VethPair, env: dict[str, str]) -> None:
+    """SIGINT mid-benchmark: the settings are back and the user is told (it exited 130 with
+    nothing on stdout or stderr)."""
+    before = values(pair)
+    proc = nictune("measure", "--testbed", f"veth:{pair.name}", "--workload", "tcp", "--repeats", "1",
+                   "--duration", "20", "--set", "mtu=9000", "--set", "rmem_max=16777216", env=env)
+    out, err = interrupt(proc, signal.SIGINT, lambda: wait_for_iperf3(proc))
+    assert proc.returncode == 130, err
+    assert "interrupted: nothing was measured" in err and "Traceback" not in err and "metrics" not in out
+    assert values(pair) == before
+    assert not wait_no_processes(5)
 
 
 def test_short_optimize_on_veth_completes_and_finds_a_better_configuration(env: dict[str, str]) -> None:
