@@ -16,7 +16,9 @@ app = typer.Typer(help="Create, list and check testbeds (local veth pairs, real 
 
 
 @app.command("up")
-def up(name: str = typer.Option("nt0", "--name", "-n", help="Pair name: namespaces NAME-tx and NAME-rx.")) -> None:
+def up(name: str = typer.Option("nt0", "--name", "-n",
+                                help="Pair name: 1-8 lower-case letters and digits, starting with a letter; "
+                                     "its namespaces are NAME-tx and NAME-rx.")) -> None:
     """Create a local pair: two network namespaces joined by a veth link (needs root)."""
     from nictune.measure.veth import VethPair, check_pair_name
 
