@@ -11,7 +11,7 @@ from nictune.cli._common import SIM_NOTE, console, err_console
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.errors import InvalidInputError
 from nictune.export import FORMATS, load_source, render_json, render_sysctl, render_tuned, write_export
-from nictune.export.source import NO_GAIN
+from nictune.export.source import NO_GAIN, ExportSource
 from nictune.jobs.runner import INT32_MAX
 
 _STDOUT = {"tuned": render_tuned, "sysctl": render_sysctl, "json": render_json}
@@ -50,14 +50,14 @@ def export(
             raise InvalidInputError("--out -: the script format writes two files (script and rollback)",
                                     field="out", allowed="a file path for --format script")
         print(_STDOUT[fmt](src), end="")
+        _warn(src)
         if src.simulated:
             err_console.print(f"({SIM_NOTE})")
         return
     written = write_export(src, fmt, out)
     which = "best trial" if src.is_best else "trial"
     console.print(f"job {src.job_id}, {which} {src.trial} ({src.config_hash[:12]}): {src.gain_text}")
-    if src.no_gain:
-        err_console.print(f"warning: {NO_GAIN}", style="yellow", highlight=False)
+    _warn(src)
     for what, path in written.files.items():
         console.print(Text.assemble(f"  {what}: ", (str(path), "bold")))
     if src.simulated:
@@ -65,3 +65,10 @@ def export(
 
 
 __all__ = ["export", "register"]
+
+
+def _warn(src: ExportSource) -> None:
+    """The warnings every exported file carries, on the terminal too."""
+    for text in (NO_GAIN if src.no_gain else "", src.unfinished):
+        if text:
+            err_console.print(f"warning: {text}", style="yellow", highlight=False)

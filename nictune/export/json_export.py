@@ -25,6 +25,7 @@ def export_document(src: ExportSource) -> dict[str, Any]:
         "format_version": FORMAT_VERSION,
         "nictune_version": __version__,
         "job_id": src.job_id,
+        "job_state": src.job_state,
         "trial": src.trial,
         "best": src.is_best,
         "testbed": {"name": src.testbed, "simulated": src.simulated,

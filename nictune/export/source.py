@@ -92,6 +92,8 @@ class ExportSource:
     gain: dict[str, Any] = field(default_factory=dict)
     snapshot: dict[str, Any] | None = None
     device: str | None = None
+    #: The job's state: an export of an interrupted, cancelled or failed job says so.
+    job_state: str = "completed"
 
     # ------------------------------------------------------------------ settings
     def items(self) -> list[Item]:
@@ -166,6 +168,15 @@ class ExportSource:
         return str(self.gain.get("text", ""))
 
     @property
+    def unfinished(self) -> str:
+        """Why the job's search did not run to its end, or ``""``."""
+        if self.job_state == "completed":
+            return ""
+        resume = f" (nictune optimize --resume {self.job_id} finishes it)" if self.job_state == "interrupted" else ""
+        return (f"job {self.job_id} is {self.job_state}: its search did not finish, and this is the best "
+                f"configuration it had measured when it stopped{resume}")
+
+    @property
     def no_gain(self) -> bool:
         """The job measured the default, and this configuration did no better."""
         return self.gain.get("better") is False
@@ -184,6 +195,8 @@ class ExportSource:
             lines.append(f"measured gain: {self.gain_text}")
         if self.no_gain:
             lines.append(f"WARNING: {NO_GAIN}")
+        if self.unfinished:
+            lines.append(f"WARNING: {self.unfinished}")
         if self.simulated:
             lines.append(f"SIMULATED: {SIMULATED_NOTE}; measure on your hosts before relying on it")
         if not self.feasible:
@@ -243,6 +256,7 @@ def source_from_job(job: JobData, trial: int | None = None) -> ExportSource:
         gain=gain(job, chosen),
         snapshot=chosen.snapshot,
         device=_data_device(chosen.snapshot),
+        job_state=str(info.get("state") or "completed"),
     )
 
 

@@ -325,3 +325,20 @@ def test_a_configuration_no_better_than_the_default_is_exported_with_a_warning()
     assert warning in tuned and "summary=nictune job 3 trial 5: throughput -0.3 percent vs default (no better)" in tuned
     better = ExportSource(**{**src.__dict__, "gain": {"text": "+5%", "better": True, "change_pct": 5.0}})
     assert warning not in render_scripts(better).apply
+
+
+def test_an_export_of_a_job_that_did_not_finish_says_so(jobs: Jobs, tmp_path: Path) -> None:
+    """A cancelled or interrupted job's best is the best of a search that stopped early; its
+    exports used to read like a finished job's."""
+    from nictune import db
+
+    job = create_job(jobs.engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=4, seed=9))
+    JobRunner(jobs.engine).run(job)
+    with db.session_scope(jobs.engine) as s:
+        db.set_job_state(s, db.get_job(s, job), "cancelled")
+    src = load_source(jobs.engine, job)
+    warning = f"WARNING: job {job} is cancelled: its search did not finish"
+    assert warning in render_scripts(src).apply and warning in render_sysctl(src) and warning in render_tuned(src)
+    assert json.loads(render_json(src))["job_state"] == "cancelled"
+    done = load_source(jobs.engine, jobs.ga)
+    assert "did not finish" not in render_sysctl(done) and json.loads(render_json(done))["job_state"] == "completed"
