@@ -78,6 +78,10 @@ def restore(
             name = bed.name
     else:
         name = "veth:nt0" if testbed == "veth" else testbed
+        if name.startswith("veth:"):
+            from nictune.measure.veth import check_pair_name
+
+            check_pair_name(name.partition(":")[2])
     report = restore_kept(name)
     if report is None:
         raise InvalidInputError(f"nothing applied on {name} to restore", field="testbed")

@@ -170,8 +170,17 @@ def restore_record(record: dict[str, Any]) -> tuple[list[str], list[str]]:
         except (NictuneError, KeyError, ValueError) as exc:
             errors.append(f"{label}: {exc}")
             continue
-        restored.append(f"{label}: {json.dumps(entry['snapshot'], sort_keys=True)}")
+        restored.append(f"{label}: {_as_settings(entry['snapshot'])}")
     return restored, errors
+
+
+def _as_settings(snapshot: Any) -> str:
+    """A snapshot as ``key=value`` pairs, as ``nictune apply`` prints what it sets (nested
+    values as compact JSON)."""
+    if not isinstance(snapshot, dict):
+        return json.dumps(snapshot, sort_keys=True)
+    return ", ".join(f"{k}={v if isinstance(v, str | int | float) else json.dumps(v, sort_keys=True)}"
+                     for k, v in sorted(snapshot.items())) or "(nothing recorded)"
 
 
 def _cleanup(record: dict[str, Any]) -> list[str]:

@@ -39,6 +39,7 @@ HUGE = "99999999999999999999"  # beyond every database's INTEGER
         # A database nictune does not support is bad input, not a failure while working.
         (["db", "current", "--db", "mysql://x"], "not mysql; allowed: sqlite:///PATH"),
         (["history", "--db", "nosuchdialect://x"], "not nosuchdialect; allowed: sqlite:///PATH"),
+        (["restore", "--testbed", "veth:A B"], "veth pair name 'A B' is not allowed"),
         (["testbed", "check", "/"], "/: is a directory, not a file; allowed: a testbed YAML file"),
         # The allowed values end the line when the message does not give them.
         (["serve", "--executor", "bogus"], "unknown executor 'bogus'; allowed: local, celery"),
