@@ -18,6 +18,7 @@ import os
 import re
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -221,6 +222,7 @@ def run_worker(cfg: WorkerConfig) -> int:
         NictuneError: the testbed or the registry could not be opened.
     """
     from celery import signals
+    from kombu.utils.url import maybe_sanitize_url
 
     from nictune.executors.celery_app import make_celery_app
 
@@ -246,6 +248,10 @@ def run_worker(cfg: WorkerConfig) -> int:
 
         def on_ready(**_: Any) -> None:
             ready_state.update(state="idle")
+            # The operator's sign of life (Celery itself is quiet at the default log level).
+            print(f"nictune worker {node}: ready, measuring on {executor.testbed} for pool:{cfg.pool} "
+                  f"(broker {maybe_sanitize_url(cfg.settings.broker_url)}); Ctrl-C stops it",
+                  file=sys.stderr, flush=True)
 
         def on_stopping(**_: Any) -> None:
             ready_state.update(state="stopping")
