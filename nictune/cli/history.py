@@ -87,11 +87,8 @@ def jobs(
         print_json(rows)
         return
     print_jobs("jobs (newest first)", [r | {"done": r["trials"], "cached": r["stats"].get("cached", 0)}
-                                       for r in rows])
-    if not rows and any(v is not None for v in (testbed, workload, objective, since, state)):
-        console.print("no job matches these filters")
-    elif not rows:
-        console.print("no jobs yet: run  nictune optimize --objective throughput")
+                                       for r in rows],
+               filtered=any(v is not None for v in (testbed, workload, objective, since, state)))
 
 
 def _db(ctx: typer.Context, db_url: str | None) -> Any:

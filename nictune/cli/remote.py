@@ -105,7 +105,8 @@ def history_remote(server: str, token: str | None, query: dict[str, Any], json_o
     if json_out:
         print_json(items)
         return
-    print_jobs(f"jobs on {server} (newest first)", [_job_row(j) for j in items])
+    print_jobs(f"jobs on {server} (newest first)", [_job_row(j) for j in items],
+               filtered=any(v is not None for k, v in query.items() if k != "limit"))
 
 
 def _job_row(job: dict[str, Any]) -> dict[str, Any]:

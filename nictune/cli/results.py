@@ -83,10 +83,11 @@ def print_best(rows: list[dict[str, Any]], title: str, objective: str, simulated
         console.print(SIM_NOTE)
 
 
-def print_jobs(title: str, rows: list[dict[str, Any]]) -> None:
+def print_jobs(title: str, rows: list[dict[str, Any]], *, filtered: bool) -> None:
     """The jobs table of ``nictune history``, local or through ``--server``. Each row:
     ``job_id``, ``state``, ``created_at`` (ISO text), ``testbed``, ``simulated``,
-    ``workload``, ``objectives``, ``constraints``, ``engine``, ``done``, ``budget``, ``cached``."""
+    ``workload``, ``objectives``, ``constraints``, ``engine``, ``done``, ``budget``, ``cached``.
+    ``filtered``: the query had filters, so an empty answer says that none matched."""
     # 86 columns wide for a simulated testbed (it was 125): no vertical rules, one space apart.
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=0, show_edge=False)
     for col in ("job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached"):
@@ -98,3 +99,6 @@ def print_jobs(title: str, rows: list[dict[str, Any]]) -> None:
                       r["testbed"] + (" (sim)" if sim else ""), r["workload"], goal,
                       r["engine"], f"{r['done']}/{r['budget']}", str(r["cached"]))
     console.print(table)
+    if not rows:
+        console.print("no job matches these filters" if filtered else
+                      "no jobs yet: run  nictune optimize --objective throughput")

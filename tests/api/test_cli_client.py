@@ -49,6 +49,9 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         assert ["job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached"] in rows
         assert [str(job["id"]), "completed"] == rows[-1][:2] and "12/12" in rows[-1] and "sim:benson-40g" in rows[-1]
         assert "throughput [loss_pct <= 50]" in remote.stdout  # not swallowed as console markup
+        # An empty answer to a filter says so, as the local command does (it was a bare table).
+        none = cli("history", "--server", server.url, "--token", token, "--testbed", "sim:mishra-10g", env_db=db_url)
+        assert none.returncode == 0 and "no job matches these filters" in none.stdout, none.stderr
         # A job that cannot meet its constraint says so (40 GbE cannot carry 100 Gbit/s).
         hopeless = cli("optimize", "--objective", "throughput", "--constraint", "throughput_gbps>=100", "--budget", "4",
                        "--server", server.url, "--token", token, env_db=db_url)
