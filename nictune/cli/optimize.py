@@ -118,6 +118,10 @@ def optimize(
         _check_resume_alone(ctx)
         job_id = resume
     info = job_report(dbe, job_id)
+    if resume is not None and info["state"] in ("completed", "cancelled"):  # before its header is printed
+        raise InvalidInputError(f"--resume {job_id}: job {job_id} is already {info['state']}; nothing to resume "
+                                f"(see nictune history show {job_id}, or start a new job)", field="resume",
+                                allowed="an interrupted or failed job")
     if not json_out:
         console.print(f"job {job_id}: {info['engine']} on {info['testbed']}, workload {info['workload']}, "
                       f"objective {', '.join(info['objectives'])}"

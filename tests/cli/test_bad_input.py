@@ -65,6 +65,11 @@ def test_resume_refuses_options_that_would_change_the_job(tmp_path: Path) -> Non
     res = nictune("optimize", "--resume", "1", "-b", "40", "-e", "ga")
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "--engine, --budget cannot change it" in " ".join(res.stderr.split())
+    # A finished job has nothing to resume: said before anything else (it printed the job's
+    # header, then "already completed" with exit 1).
+    done = nictune("optimize", "--resume", "1")
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert "--resume 1: job 1 is already completed; nothing to resume" in " ".join(done.stderr.split())
     # Filters that match nothing say so (the database has a job).
     listed = nictune("history", "--state", "failed")
     assert listed.returncode == 0 and "no job matches these filters" in listed.stdout
