@@ -11,7 +11,7 @@ from nictune.cli._common import SIM_NOTE, console, err_console
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.errors import InvalidInputError
 from nictune.export import FORMATS, load_source, render_json, render_sysctl, render_tuned, write_export
-from nictune.export.source import NO_GAIN, ExportSource
+from nictune.export.source import ExportSource
 from nictune.jobs.runner import INT32_MAX
 
 _STDOUT = {"tuned": render_tuned, "sysctl": render_sysctl, "json": render_json}
@@ -64,11 +64,10 @@ def export(
         console.print(f"({SIM_NOTE}; measure on your hosts before relying on these settings)")
 
 
-__all__ = ["export", "register"]
-
-
 def _warn(src: ExportSource) -> None:
     """The warnings every exported file carries, on the terminal too."""
-    for text in (NO_GAIN if src.no_gain else "", src.unfinished):
-        if text:
-            err_console.print(f"warning: {text}", style="yellow", highlight=False)
+    for text in src.warnings():
+        err_console.print(f"warning: {text}", style="yellow", highlight=False)
+
+
+__all__ = ["export", "register"]

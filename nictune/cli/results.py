@@ -48,8 +48,8 @@ def print_noise(report: dict[str, Any]) -> None:
 
 def print_engine_done(report: dict[str, Any]) -> None:
     """Why a job used fewer trials than its budget: its engine had nothing left to propose."""
-    done, budget = report.get("engine_done_at"), report.get("budget")
-    if done is None or budget is None or done >= budget:
+    done, budget = report.get("engine_done_at"), report["budget"]
+    if done is None:  # stored only when the engine stopped before the budget
         return
     size = report.get("space_size")
     small = f": the space has {size:,} configurations before constraints" if size is not None and size <= budget else ""

@@ -181,6 +181,10 @@ class ExportSource:
         """The job measured the default, and this configuration did no better."""
         return self.gain.get("better") is False
 
+    def warnings(self) -> list[str]:
+        """What every exported file and the terminal warn about (no gain, an unfinished job)."""
+        return [text for text in (NO_GAIN if self.no_gain else "", self.unfinished) if text]
+
     def header_lines(self) -> list[str]:
         """Comment lines (without ``#``) that every format starts with."""
         which = "the best trial" if self.is_best else "a chosen trial (not the best)"
@@ -193,10 +197,7 @@ class ExportSource:
         ]
         if self.gain_text:
             lines.append(f"measured gain: {self.gain_text}")
-        if self.no_gain:
-            lines.append(f"WARNING: {NO_GAIN}")
-        if self.unfinished:
-            lines.append(f"WARNING: {self.unfinished}")
+        lines += [f"WARNING: {text}" for text in self.warnings()]
         if self.simulated:
             lines.append(f"SIMULATED: {SIMULATED_NOTE}; measure on your hosts before relying on it")
         if not self.feasible:

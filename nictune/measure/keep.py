@@ -52,16 +52,18 @@ def keep_settings(ends: Endpoints, settings: list[Setting], testbed: str) -> lis
 
 def _machine(host: Host) -> str:
     """Which machine ``host`` is: its machine id when it has one (SSH), else this machine."""
-    return host.machine_id() or ("" if host.machine_id() is None else host.name)
+    ident = host.machine_id()
+    return "" if ident is None else ident or host.name
 
 
-def _machine_wide(host: Host, family: Family, device: str, targets: Iterable[str]) -> set[tuple[str, str]]:
+def _machine_wide(host: Host, machine: str, family: Family, device: str,
+                  targets: Iterable[str]) -> set[tuple[str, str]]:
     """(machine, setting) of the machine-wide settings among ``targets`` written on ``host``."""
     if family in MACHINE_FAMILIES:
-        return {(_machine(host), f"{family.value} {device}")}
+        return {(machine, f"{family.value} {device}")}
     if family is not Family.SYSCTL:
         return set()
-    return {(_machine(host), key) for key in targets if is_global_sysctl(key) or not isinstance(host, NetnsHost)}
+    return {(machine, key) for key in targets if is_global_sysctl(key) or not isinstance(host, NetnsHost)}
 
 
 def _held_elsewhere(steps: list[Step], testbed: str) -> dict[str, list[str]]:
@@ -71,7 +73,8 @@ def _held_elsewhere(steps: list[Step], testbed: str) -> dict[str, list[str]]:
     first one's values on the machine."""
     mine: set[tuple[str, str]] = set()
     for step in steps:
-        mine |= _machine_wide(step.host, step.family, step.device, (s.target for s in step.settings))
+        mine |= _machine_wide(step.host, _machine(step.host), step.family, step.device,
+                              (s.target for s in step.settings))
     if not mine or not applied_dir().is_dir():
         return {}
     held: dict[str, list[str]] = {}
@@ -83,18 +86,21 @@ def _held_elsewhere(steps: list[Step], testbed: str) -> dict[str, list[str]]:
         other = str(record.get("testbed", path.stem))
         if other == testbed:
             continue
-        hosts = record.get("hosts") or {}
+        hosts: dict[str, tuple[Host, str]] = {}  # side -> (host, machine), looked up once
         for entry in record.get("entries") or []:
             try:
-                host = host_from_spec(hosts[entry["side"]])
-                family = Family(entry["family"])
-                theirs = _machine_wide(host, family, str(entry.get("device", "")), entry.get("snapshot") or {})
+                side = entry["side"]
+                if side not in hosts:
+                    host = host_from_spec(record["hosts"][side])
+                    hosts[side] = (host, _machine(host))
+                theirs = _machine_wide(*hosts[side], Family(entry["family"]), str(entry.get("device", "")),
+                                       entry.get("snapshot") or {})
             except (NictuneError, KeyError, TypeError, ValueError):
                 continue
             for _, name in sorted(theirs & mine):
                 if name not in held.setdefault(other, []):
                     held[other].append(name)
-    return {k: v for k, v in held.items() if v}
+    return held
 
 
 def _keep(ends: Endpoints, steps: list[Step], checked: list[Setting], testbed: str) -> list[str]:

@@ -154,8 +154,7 @@ def _job_rows(job: JobData) -> list[tuple[str, str]]:
                  else f"{repeats} run{plural} each")
     runs_total = f"; {i['runs']} benchmark runs" if i.get("runs") else ""
     done = i.get("engine_done_at")
-    stopped = (f"; the engine had nothing left to propose after {done}"
-               if done is not None and done < int(i["budget"]) else "")
+    stopped = f"; the engine had nothing left to propose after {done}" if done is not None else ""
     return [
         ("job", _e(f"{i['job_id']} ({i['state']})")),
         ("testbed", testbed),

@@ -220,7 +220,7 @@ export function render(root, ctx, jobId) {
     progressText.textContent = `${done} / ${budget} trials (${Math.round((done / Math.max(budget, 1)) * 100)} %)` +
       ` · measured ${p.measured} · from cache ${p.cached} · failed ${p.failed}` +
       (st.running || p.running ? ` · trial ${st.running ? st.running.number : done} in flight` : "") +
-      (job.engine_done_at !== null && job.engine_done_at !== undefined && job.engine_done_at < budget
+      (job.engine_done_at !== null && job.engine_done_at !== undefined
         ? ` · the engine had nothing left to propose after ${job.engine_done_at} trials` : "");
     if (job.state === "running" && job.eta_s !== null && job.eta_s !== undefined) eta.textContent = `about ${duration(job.eta_s)} left`;
     else if (job.state === "pending") eta.textContent = job.queue_position ? `waiting for the testbed (#${job.queue_position} in queue)` : "waiting to start";
