@@ -39,6 +39,7 @@ class _Snapshot:
     cancel_requested: bool
     trials: list[tuple[Trial, Configuration]]
     recommendation: dict[str, Any] | None = None
+    waiting_for: str | None = None
 
 
 @dataclass
@@ -116,7 +117,9 @@ class JobEventStream:
                     .where(Trial.job_id == self.job_id, Trial.number > self.last, Trial.state != "running")
                     .order_by(Trial.number).limit(BATCH))
             trials = [(t, c) for t, c in s.execute(stmt)]
-            return _Snapshot(job.state, bool(job.stats.get(CANCEL_KEY)), trials, job.stats.get("recommendation"))
+            waiting_for = self.manager.waiting_for(self.job_id) if job.state == "waiting" else None
+            return _Snapshot(job.state, bool(job.stats.get(CANCEL_KEY)), trials, job.stats.get("recommendation"),
+                             waiting_for)
 
     def _trial_data(self, trial: Trial, config: Configuration) -> dict[str, Any]:
         summary = dict(trial.summary or {})
@@ -153,7 +156,7 @@ class JobEventStream:
         """Yield SSE messages until the job ends (or ``events_max_s`` passes)."""
         wake = self.notifier.subscribe(self.job_id)
         began = last_sent = time.monotonic()
-        last_state: str | None = None
+        last_state: tuple[str, str | None] | None = None
         try:
             await run_in_threadpool(self._start)
             while True:
@@ -168,10 +171,11 @@ class JobEventStream:
                     last_sent = time.monotonic()
                 if len(snap.trials) == BATCH:
                     continue
-                if snap.state != last_state:
-                    last_state = snap.state
+                if (snap.state, snap.waiting_for) != last_state:
+                    last_state = (snap.state, snap.waiting_for)
                     yield format_event("state", {"job_id": self.job_id, "state": snap.state,
-                                                 "cancel_requested": snap.cancel_requested})
+                                                 "cancel_requested": snap.cancel_requested,
+                                                 "waiting_for": snap.waiting_for})
                     last_sent = time.monotonic()
                 if self._ended(snap):
                     yield format_event("end", {"job_id": self.job_id, "state": snap.state, "last": self.last,

@@ -278,6 +278,9 @@ class JobManager:
             elif count <= 0:
                 self._waiting.pop(job_id, None)
             wanted = "waiting" if count > 0 else "running"
+            stop = self._stops.get(job_id)
+            if wanted == "running" and stop is not None and stop.is_set():
+                return  # it stopped waiting because it is stopping: not "running again"
         # Only the state column: the runner owns ``stats`` and writes it concurrently.
         with db.session_scope(self.dbe) as s:
             job = db.get_job(s, job_id)

@@ -130,6 +130,7 @@ def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | No
         created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at, error=job.error,
         cancel_requested=cancel and job.state not in ("completed", "failed"),
         queue_position=manager.queue_position(job.id) if manager is not None else None,
+        waiting_for=manager.waiting_for(job.id) if manager is not None and job.state == "waiting" else None,
         eta_s=eta,
         progress=Progress(done=counts.done, budget=job.budget, fraction=min(counts.done / job.budget, 1.0),
                           measured=counts.measured, cached=counts.cached, failed=counts.failed,

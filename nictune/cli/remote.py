@@ -37,8 +37,22 @@ def optimize_remote(server: str, token: str | None, fields: dict[str, Any], json
         task = progress.add_task("trials", total=job["budget"], best="")
         try:
             with progress:
+                waiting: str | None = None
                 for ev in client.follow_events(job_id):
-                    if ev.event != "trial" or not isinstance(ev.data, dict):
+                    if not isinstance(ev.data, dict):
+                        continue
+                    if ev.event == "state":
+                        # Say when the job waits (a pool without a worker that takes its
+                        # requests) and when it runs again; the bar alone would just stop.
+                        state = ev.data.get("state")
+                        reason = ev.data.get("waiting_for") if state == "waiting" else None
+                        if reason and reason != waiting:
+                            progress.console.print(f"job {job_id}: {reason}")
+                        elif waiting and state == "running":
+                            progress.console.print(f"job {job_id}: running again")
+                        waiting = reason
+                        continue
+                    if ev.event != "trial":
                         continue
                     data = ev.data
                     best = data.get("best") or {}

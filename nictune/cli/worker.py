@@ -62,7 +62,7 @@ def workers(
     backend: str | None = BACKEND_OPTION,
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """List the measurement workers: testbed, pool, state, current trial, last heartbeat.
+    """List the measurement workers: testbed, pool, state, current trial, broker, last heartbeat.
 
     Asks the service with --server, else reads the worker registry (the result backend) directly.
     """
@@ -87,12 +87,12 @@ def workers(
     if not rows:
         console.print("no live worker" + (f" ({body['executor']} executor)" if body.get("executor") else ""))
         return
-    table = Table("worker", "pool", "testbed", "state", "current trial", "measured", "last heartbeat")
+    table = Table("worker", "pool", "testbed", "state", "current trial", "measured", "broker", "last heartbeat")
     for w in rows:
         current = w.get("current") or {}
         trial = f"job {current['job_id']} trial {current['trial_id']}" if current else "-"
         table.add_row(w["worker_id"], w["pool"], w["testbed"], w["state"], trial, str(w.get("measured", 0)),
-                      str(w.get("heartbeat_at", "")))
+                      w.get("broker") or "-", str(w.get("heartbeat_at", "")))
     console.print(table)
 
 

@@ -33,6 +33,12 @@ POOL_PREFIX = "pool:"
 POOL_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,47}$")
 
 
+def _hide_password(url: str) -> str:
+    from kombu.utils.url import maybe_sanitize_url
+
+    return str(maybe_sanitize_url(url))
+
+
 class CelerySettings(BaseSettings):
     """Where the broker and the result backend are, and how redelivery behaves.
 
@@ -59,6 +65,10 @@ class CelerySettings(BaseSettings):
     restore_interval_s: float = Field(default=10.0, gt=0)
     heartbeat_s: float = Field(default=2.0, gt=0)
 
+    def broker_label(self) -> str:
+        """The broker URL with any password hidden, for messages and the worker registry."""
+        return _hide_password(self.broker_url)
+
     def backend_url(self) -> str:
         """The result backend (and registry) URL.
 
@@ -68,7 +78,7 @@ class CelerySettings(BaseSettings):
         url = self.result_backend or self.broker_url
         if not url.startswith(("redis://", "rediss://", "unix://")):
             raise InvalidInputError(
-                f"the result backend must be Redis (it also holds the worker registry), got {url!r}",
+                f"the result backend must be Redis (it also holds the worker registry), got {_hide_password(url)!r}",
                 field="result_backend", allowed="redis://HOST:PORT/DB (set NICTUNE_RESULT_BACKEND)")
         return url
 
@@ -79,7 +89,7 @@ class CelerySettings(BaseSettings):
             InvalidInputError: naming the setting at fault.
         """
         if not self.broker_url.startswith(("redis://", "rediss://", "amqp://", "amqps://", "pyamqp://")):
-            raise InvalidInputError(f"unsupported broker URL {self.broker_url!r}", field="broker_url",
+            raise InvalidInputError(f"unsupported broker URL {self.broker_label()!r}", field="broker_url",
                                     allowed="redis://HOST:PORT/DB or amqp://USER:PASS@HOST:PORT/VHOST")
         self.backend_url()
         return self

@@ -8,7 +8,13 @@ id and the same single result, which the job loop stores once.
 
 When the pool has no live worker the request waits in the pool's queue; the executor
 reports "waiting for a worker on pool NAME" through ``on_wait`` (the service shows it as
-the job's state) and carries on when a worker appears.
+the job's state and ``waiting_for``) and carries on when a worker appears. It says so too,
+naming both brokers, when the pool's workers are alive and idle but take their requests
+from another broker than the service sends to, the one way a request waits for ever while
+``nictune workers`` lists idle workers.
+
+A job that stops (cancel, shutdown) withdraws its requests no worker has started: a worker
+that receives one later drops it unmeasured. A measurement in flight is waited for.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from nictune.errors import InvalidInputError, MeasurementError, NictuneError
 from nictune.executors._base import Executor, MeasurementWithdrawn, MeasureRequest
 from nictune.executors.celery_app import MEASURE_TASK, CelerySettings, make_celery_app, pool_of, queue_name
 from nictune.executors.local import LocalExecutor
-from nictune.executors.registry import PoolRecord, Registry
+from nictune.executors.registry import PoolRecord, Registry, WorkerRecord
 from nictune.executors.wire import result_from_dict
 from nictune.measure._base import TrialResult
 
@@ -42,16 +48,21 @@ class CeleryExecutor(Executor):
         app: the Celery app (:func:`~nictune.executors.celery_app.make_celery_app`).
         registry: the worker registry.
         on_wait: told when the job starts and stops waiting for a worker.
-        stop: set when the job should stop; a measurement still waiting for a worker then
-            gives up (its task is withdrawn) with :class:`MeasurementWithdrawn`.
-        poll_s: how often the result and the pool are looked at.
+        stop: set when the job should stop; a measurement no worker has started then gives
+            up (its task is withdrawn, so no worker measures it later) with
+            :class:`MeasurementWithdrawn`; one in flight is waited for.
+        poll_s: how often the result is looked at (the pool: every second).
+        broker: the broker this service sends to, password hidden
+            (:meth:`CelerySettings.broker_label`); compared with the workers' own.
+        stale_s: after how many seconds a request no idle worker took counts as waiting.
 
     Raises:
         InvalidInputError: no worker ever joined the pool, so its fingerprint is unknown.
     """
 
     def __init__(self, pool: str, *, app: Celery, registry: Registry, on_wait: WaitHook | None = None,
-                 stop: threading.Event | None = None, poll_s: float = 0.25):
+                 stop: threading.Event | None = None, poll_s: float = 0.25, broker: str = "",
+                 stale_s: float = 5.0):
         record = registry.pool(pool)
         if record is None:
             raise InvalidInputError(
@@ -69,13 +80,12 @@ class CeleryExecutor(Executor):
         self._on_wait = on_wait
         self._stop = stop or threading.Event()
         self._poll_s = poll_s
+        self._broker = broker
+        self._stale_s = stale_s
 
     def live_workers(self) -> int:
         """Workers of the pool whose heartbeat is current (0 when the registry is unreachable)."""
-        try:
-            return len(self._registry.workers(self.pool))
-        except NictuneError:
-            return 0
+        return len(self._live())
 
     @property
     def slots(self) -> int:
@@ -106,8 +116,10 @@ class CeleryExecutor(Executor):
         return result_from_dict(payload["result"])
 
     def _wait(self, result: Any, request: MeasureRequest) -> Any:
-        waiting = False
+        waiting: str | None = None  # what the job was told it waits for
+        withdrawn = False
         last_check = 0.0
+        sent = time.monotonic()
         try:
             while True:
                 if result.ready():
@@ -115,20 +127,55 @@ class CeleryExecutor(Executor):
                 now = time.monotonic()
                 if now - last_check >= 1.0:
                     last_check = now
-                    idle = self.live_workers() == 0
-                    if idle != waiting:
-                        waiting = idle
-                        self._tell(request.job_id, f"waiting for a worker on pool {self.pool}" if idle else None)
-                    if idle and self._stop.is_set():
-                        self._withdraw(request)
-                        raise MeasurementWithdrawn(f"job stopped while waiting for a worker on pool {self.pool}")
+                    reason = self._waiting_for(self._live(), request.key, now - sent)
+                    if reason != waiting:
+                        if waiting is not None:
+                            self._tell(request.job_id, None)
+                        if reason is not None:
+                            self._tell(request.job_id, reason)
+                        waiting = reason
+                    if self._stop.is_set():
+                        # Withdraw first, then look: a worker publishes a request as its
+                        # current one before it checks for a withdrawal, so either it is
+                        # seen here (and the job waits for that measurement in flight) or it
+                        # drops the request unmeasured.
+                        if not withdrawn:
+                            self._withdraw(request)
+                            withdrawn = True
+                        if not any(_current_key(w) == request.key for w in self._live()):
+                            raise MeasurementWithdrawn(
+                                f"job stopped before a worker of pool {self.pool} took this measurement")
                 time.sleep(self._poll_s)
         finally:
-            if waiting:
+            if waiting is not None:
                 self._tell(request.job_id, None)
         if result.state != "SUCCESS":
             raise MeasurementError(f"pool {self.pool}: the task ended {result.state}: {result.result!r}")
         return result.result
+
+    def _live(self) -> list[WorkerRecord]:
+        """Live workers of the pool (none when the registry is unreachable)."""
+        try:
+            return self._registry.workers(self.pool)
+        except NictuneError:
+            return []
+
+    def _waiting_for(self, workers: list[WorkerRecord], key: str, pending_s: float) -> str | None:
+        """Why request ``key`` waits, in words for the job's ``waiting_for``; ``None`` if it does not.
+
+        Besides an empty pool: a request no idle worker has taken for ``stale_s`` seconds,
+        when every live worker of the pool takes its requests from another broker (a worker
+        and a service configured differently; otherwise the job would wait in silence).
+        """
+        if not workers:
+            return f"waiting for a worker on pool {self.pool}"
+        if (self._broker and pending_s >= self._stale_s
+                and all(w.state == "idle" and w.broker and w.broker != self._broker for w in workers)):
+            brokers = ", ".join(sorted({w.broker for w in workers}))
+            return (f"waiting for a worker on pool {self.pool}: its {len(workers)} live worker(s) take requests "
+                    f"from {brokers}, but this service sends them to {self._broker}; start the workers with "
+                    f"the service's broker (--broker or NICTUNE_BROKER_URL)")
+        return None
 
     def _withdraw(self, request: MeasureRequest) -> None:
         """Make sure no worker measures a request nobody waits for any more."""
@@ -138,6 +185,12 @@ class CeleryExecutor(Executor):
     def _tell(self, job_id: int, message: str | None) -> None:
         if self._on_wait is not None:
             self._on_wait(job_id, message)
+
+
+def _current_key(worker: WorkerRecord) -> str | None:
+    current = worker.current or {}
+    key = current.get("key")
+    return key if isinstance(key, str) else None
 
 
 class ExecutorFactory:
@@ -180,7 +233,8 @@ class ExecutorFactory:
         # ``noise`` is ignored for a pool: each worker opened its testbed with its own, and the
         # job loop passes back what the pinned fingerprint says (a client cannot set it: the
         # service accepts noise for sim:* testbeds only).
-        return CeleryExecutor(pool, app=self._app, registry=self._registry, on_wait=self.on_wait, stop=self.stop)
+        return CeleryExecutor(pool, app=self._app, registry=self._registry, on_wait=self.on_wait, stop=self.stop,
+                              broker=self.settings.broker_label())
 
     def close(self) -> None:
         if self.settings is not None:

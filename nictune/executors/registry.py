@@ -40,6 +40,8 @@ class WorkerRecord:
         pool: the pool it serves.
         kind: ``sim``, ``veth`` or ``ssh``.
         fingerprint: its testbed's fingerprint.
+        broker: the broker it takes requests from, any password hidden (empty from a worker
+            older than this field).
         state: ``starting``, ``idle``, ``busy`` or ``stopping``.
         current: the measurement in flight (``key``, ``job_id``, ``trial_id``, ``step``,
             ``since``), or ``None``.
@@ -56,6 +58,7 @@ class WorkerRecord:
     pool: str
     kind: str
     fingerprint: dict[str, Any]
+    broker: str = ""
     state: str = "starting"
     current: dict[str, Any] | None = None
     started_at: str = ""

@@ -170,10 +170,8 @@ def register_measure_task(app: Celery, executor: LocalExecutor, state: WorkerSta
         from celery.worker import state as celery_state
 
         key = self.request.id
-        if self.AsyncResult(key).state == "SUCCESS" or state.registry.withdrawn(key):
-            # A duplicate of a request already answered (keep the stored answer), or one
-            # its job no longer waits for.
-            raise Ignore()
+        if self.AsyncResult(key).state == "SUCCESS":
+            raise Ignore()  # a duplicate of a request already answered: keep the stored answer
         redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
         me = state.record.worker_id
         try:
@@ -186,6 +184,13 @@ def register_measure_task(app: Celery, executor: LocalExecutor, state: WorkerSta
         state.update(state="busy", current={"key": key, "job_id": request.job_id, "trial_id": request.trial_id,
                                             "step": request.step, "since": now_iso()})
         try:
+            if state.registry.withdrawn(key):
+                # Its job no longer waits for it. Checked only after the request is published
+                # as this worker's current one: a job that withdraws a request, then finds no
+                # worker with it as current, knows that none will measure it
+                # (CeleryExecutor._wait).
+                log.warning("%s: request %s was withdrawn by its job; dropped unmeasured", me, key)
+                raise Ignore()
             # Trials of other workers on this testbed or on the machine-wide settings this one
             # changes wait inside executor.measure (nictune.measure.locks).
             with time_limit(cfg.time_limit_s):
@@ -222,7 +227,6 @@ def run_worker(cfg: WorkerConfig) -> int:
         NictuneError: the testbed or the registry could not be opened.
     """
     from celery import signals
-    from kombu.utils.url import maybe_sanitize_url
 
     from nictune.executors.celery_app import make_celery_app
 
@@ -235,9 +239,10 @@ def run_worker(cfg: WorkerConfig) -> int:
         for notice in executor.notices:
             log.warning("%s", notice)
         node = worker_id(cfg.pool, executor.testbed)
+        broker = cfg.settings.broker_label()
         record = WorkerRecord(worker_id=node, hostname=socket.gethostname(), pid=os.getpid(),
                               testbed=executor.testbed, pool=cfg.pool, kind=executor.kind,
-                              fingerprint=executor.fingerprint(), started_at=now_iso(),
+                              fingerprint=executor.fingerprint(), broker=broker, started_at=now_iso(),
                               notices=list(executor.notices))
         registry = Registry(cfg.settings.backend_url(), cfg.settings.key_prefix)
         registry.join(record, simulated=executor.simulated, default_space=executor.default_space())
@@ -250,7 +255,7 @@ def run_worker(cfg: WorkerConfig) -> int:
             ready_state.update(state="idle")
             # The operator's sign of life (Celery itself is quiet at the default log level).
             print(f"nictune worker {node}: ready, measuring on {executor.testbed} for pool:{cfg.pool} "
-                  f"(broker {maybe_sanitize_url(cfg.settings.broker_url)}); Ctrl-C stops it",
+                  f"(broker {broker}); Ctrl-C stops it",
                   file=sys.stderr, flush=True)
 
         def on_stopping(**_: Any) -> None:

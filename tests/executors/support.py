@@ -41,11 +41,16 @@ def unique_prefix() -> str:
     return f"nictune-test-{os.getpid()}-{uuid.uuid4().hex[:8]}:"
 
 
-def delete_prefix(prefix: str) -> int:
-    """Remove every key under ``prefix`` (broker queues, results, registry)."""
+def other_database(url: str = REDIS_URL, db: int = 1) -> str:
+    """The same Redis with another database number: a second broker for the tests."""
+    return f"{url.rsplit('/', 1)[0]}/{db}"
+
+
+def delete_prefix(prefix: str, url: str = REDIS_URL) -> int:
+    """Remove every key under ``prefix`` (broker queues, results, registry) in ``url``'s database."""
     import redis
 
-    client = redis.Redis.from_url(REDIS_URL)
+    client = redis.Redis.from_url(url)
     keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
     if keys:
         client.delete(*keys)

@@ -32,7 +32,16 @@ from nictune.measure.veth import VethPair
 from tests.api.server import running_server
 from tests.measure.support import netns_usable, unique_name
 
-from .support import REDIS_URL, delete_prefix, require_redis, running_worker, start_worker, unique_prefix, wait_worker
+from .support import (
+    REDIS_URL,
+    delete_prefix,
+    other_database,
+    require_redis,
+    running_worker,
+    start_worker,
+    unique_prefix,
+    wait_worker,
+)
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -84,6 +93,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         registry.close()
         engine.dispose()
         delete_prefix(prefix)
+        delete_prefix(prefix, other_database())
 
 
 def submit(lab: dict[str, Any], pool: str, budget: int, duration_s: float = 1.0, seed: int = 7, **extra: Any) -> int:
@@ -259,4 +269,63 @@ def test_a_trial_past_the_time_limit_fails_restored(lab: dict[str, Any]) -> None
     with session_scope(lab["engine"]) as s:
         error = s.get(Trial, trial["id"]).error  # type: ignore[union-attr]
     assert "time limit of 2 s" in str(error)
+    assert link(c) == pristine
+
+
+def test_workers_on_another_broker_are_named_and_a_cancel_withdraws_the_queued_request(lab: dict[str, Any]) -> None:
+    """The pool's only worker is alive and idle but takes requests from another broker (the
+    same Redis, database 1): the job says so instead of sitting at 0 trials, a cancel ends it
+    at once, and a worker that later receives its queued request drops it unmeasured."""
+    c = lab["pairs"][2]
+    tmp, env, registry, other = lab["tmp"], lab["env"], lab["registry"], lab["other"]
+    elsewhere = other_database()
+    pristine = link(c)
+    misconfigured = env | {"NICTUNE_BROKER_URL": elsewhere, "NICTUNE_RESULT_BACKEND": REDIS_URL}
+    space = tmp / "veth-link.json"
+    space.write_text(json.dumps(SPACE))
+    cli = [sys.executable, "-c", "import sys; from nictune.cli.main import main; sys.exit(main(sys.argv[1:]))"]
+    server = ["--server", lab["server"].url, "--token", lab["token"]]
+    cli_env = os.environ | {"COLUMNS": "250"}
+    with running_worker(f"veth:{c.name}", other, misconfigured, tmp / "c6.log", registry):
+        assert [w.broker for w in registry.workers(other)] == [elsewhere]
+        listed = subprocess.run([*cli, "workers", *server], capture_output=True, text=True, timeout=60, env=cli_env)
+        assert listed.returncode == 0 and elsewhere in listed.stdout, listed
+        # A user follows the job from the CLI, as README's "Many host pairs" shows.
+        out = tmp / "optimize.out"
+        with out.open("w") as sink:
+            follower = subprocess.Popen([*cli, "optimize", *server, "--testbed", f"pool:{other}", "--space", str(space),
+                                         "--objective", "throughput", "--engine", "random", "--budget", "2",
+                                         "--repeats", "1", "--duration", "1", "--no-racing", "--no-warm-start"],
+                                        stdout=sink, stderr=subprocess.STDOUT, env=cli_env)
+        try:
+            deadline = time.monotonic() + 30
+            while "submitted" not in out.read_text():
+                assert follower.poll() is None and time.monotonic() < deadline, out.read_text()
+                time.sleep(0.2)
+            job_id = int(out.read_text().split("job ", 1)[1].split()[0])
+            job = wait_job(lab, job_id, {"waiting"}, timeout=30)
+            assert elsewhere in job["waiting_for"] and REDIS_URL in job["waiting_for"], job
+            assert job["progress"]["measured"] == 0  # (the default may come from the module's earlier jobs' cache)
+            with Client(lab["server"].url, lab["token"]) as api:
+                api.cancel_job(job_id)
+            job = wait_job(lab, job_id, {"completed", "failed", "cancelled"}, timeout=15)
+            assert job["state"] == "cancelled" and job["waiting_for"] is None, job
+            assert follower.wait(timeout=30) is not None
+        finally:
+            if follower.poll() is None:
+                follower.kill()
+                follower.wait()
+        printed = " ".join(out.read_text().split())
+        assert f"job {job_id}: waiting for a worker on pool {other}: its 1 live worker(s) take requests from " \
+               f"{elsewhere}, but this service sends them to {REDIS_URL}" in printed, printed
+        assert f"job {job_id} cancelled: " in printed and ", 0 measured," in printed, printed
+    assert not any(t["source"] == "measured" and t["state"] == "completed" for t in stored(lab, job_id))
+    # The request is still in the service's queue; a worker on that broker now receives it.
+    log = tmp / "c7.log"
+    with running_worker(f"veth:{c.name}", other, env, log, registry) as worker:
+        deadline = time.monotonic() + 20
+        while "dropped unmeasured" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        assert wait_worker(registry, worker).measured == 0
     assert link(c) == pristine

@@ -27,6 +27,8 @@ class WorkerOut(BaseModel):
     pool: str
     kind: str
     fingerprint: dict[str, Any]
+    broker: str = Field(default="", description="The broker it takes requests from, any password hidden "
+                                                "(empty from a worker of an older nictune).")
     state: Literal["starting", "idle", "busy", "stopping"]
     current: CurrentTrial | None
     started_at: str
@@ -60,8 +62,9 @@ class WorkerList(BaseModel):
         "executor": "celery",
         "workers": [{"worker_id": "nictune-lab-veth-nt1@host1", "hostname": "host1", "pid": 4242,
                      "testbed": "veth:nt1", "pool": "lab", "kind": "veth", "fingerprint": {"nic": "veth"},
-                     "state": "busy", "current": {"key": "nictune-3-17-0", "job_id": 3, "trial_id": 17, "step": 0,
-                                                  "since": "2026-11-22T21:00:00+00:00"},
+                     "broker": "redis://broker.lab:6379/0", "state": "busy",
+                     "current": {"key": "nictune-3-17-0", "job_id": 3, "trial_id": 17, "step": 0,
+                                 "since": "2026-11-22T21:00:00+00:00"},
                      "started_at": "2026-11-22T20:00:00+00:00", "heartbeat_at": "2026-11-22T21:00:01+00:00",
                      "measured": 12, "notices": []}],
         "pools": [{"pool": "lab", "fingerprint": {"nic": "veth"}, "kind": "veth", "simulated": False,

@@ -224,7 +224,7 @@ export function render(root, ctx, jobId) {
         ? ` · the engine had nothing left to propose after ${job.engine_done_at} trials` : "");
     if (job.state === "running" && job.eta_s !== null && job.eta_s !== undefined) eta.textContent = `about ${duration(job.eta_s)} left`;
     else if (job.state === "pending") eta.textContent = job.queue_position ? `waiting for the testbed (#${job.queue_position} in queue)` : "waiting to start";
-    else if (job.state === "waiting") eta.textContent = `waiting for a worker on ${job.testbed}`;
+    else if (job.state === "waiting") eta.textContent = job.waiting_for || `waiting for a worker on ${job.testbed}`;
     else if (job.state === "interrupted") eta.textContent = "interrupted: resumes when the service restarts";
     else eta.textContent = "";
     const best = bestTrial();
