@@ -15,7 +15,7 @@ from nictune.cli._common import (
     summarise,
     testbed_label,
 )
-from nictune.measure._base import METRICS
+from nictune.measure._base import METRICS, ignored_knobs_notice
 from nictune.measure.registry import DEFAULT_TESTBED, open_testbed
 from nictune.measure.workloads import WORKLOADS, get_workload
 from nictune.search_spaces import load_space
@@ -47,6 +47,10 @@ def measure(
                 err_console.print(notice)
             sp = load_space(space or bed.default_space())
             config = sp.configuration(parse_assignments(set_), base=profile)
+            defaults = sp.default()
+            ignored = [k for k in bed.ignored_knobs(sp) if config.get(k) != defaults.get(k)]
+            if ignored:
+                err_console.print(ignored_knobs_notice(bed.name, sp.name, ignored))
             result = bed.measure(sp.settings(config), wl, repeats, seed)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM (a trial restores the hosts before it lets go)
         err_console.print("interrupted: nothing was measured")
@@ -68,7 +72,7 @@ def measure(
         })
         return
     console.print(Text.assemble("testbed: ", (testbed_label(bed), "bold")))
-    console.print(f"workload: {wl.name} ({wl.scenario}), {repeats} repeats; space {sp.name}; "
+    console.print(f"workload: {wl.name} ({wl.scenario}), {repeats} run{'s' if repeats != 1 else ''}; space {sp.name}; "
                   f"configuration {config.short_hash} ({profile}"
                   + (f" + {', '.join(set_)}" if set_ else "") + ")")
     table = Table(title="metrics" + (" (simulated)" if bed.simulated else ""))

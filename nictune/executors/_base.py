@@ -118,6 +118,11 @@ class Executor(ABC):
             MeasurementError: the measurement failed (settings restored).
         """
 
+    def ignored_knobs(self, space: SearchSpace) -> list[str]:
+        """Knobs of ``space`` whose values cannot change the figures (a model's; see
+        :meth:`~nictune.measure.Testbed.ignored_knobs`)."""
+        return []
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the executor holds."""
 

@@ -8,6 +8,7 @@ from typing import Any
 from nictune.executors._base import Executor, MeasureRequest
 from nictune.measure._base import Testbed, TrialResult
 from nictune.measure.registry import open_testbed
+from nictune.search_spaces.space import SearchSpace
 
 
 class LocalExecutor(Executor):
@@ -34,6 +35,9 @@ class LocalExecutor(Executor):
 
     def default_space(self) -> str:
         return self._bed.default_space()
+
+    def ignored_knobs(self, space: SearchSpace) -> list[str]:
+        return self._bed.ignored_knobs(space)
 
     def measure(self, request: MeasureRequest) -> TrialResult:
         space, config = request.configuration()

@@ -30,7 +30,7 @@ from nictune.errors import InvalidInputError, JobError, UnknownNameError
 from nictune.executors import Executor, LocalExecutor
 from nictune.jobs import warm
 from nictune.jobs.evaluate import JobContext, Race, TrialEvent, evaluate, remeasure, summary_of
-from nictune.measure._base import Workload
+from nictune.measure._base import Workload, ignored_knobs_notice
 from nictune.measure.workloads import get_workload
 from nictune.optimizer import ENGINES, Goal, Score, make_engine
 from nictune.optimizer._base import Engine
@@ -251,6 +251,9 @@ class JobRunner:
         executor = self.executor_factory(testbed_name, _noise_of(fingerprint))
         for notice in executor.notices:
             self._notice(notice)
+        ignored = executor.ignored_knobs(space)
+        if ignored:
+            self._notice(ignored_knobs_notice(testbed_name, space.name, ignored))
         if executor.fingerprint() != fingerprint:
             executor.close()
             raise JobError(

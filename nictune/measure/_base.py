@@ -10,9 +10,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from nictune.search_spaces._base import Setting
+
+if TYPE_CHECKING:
+    from nictune.search_spaces.space import SearchSpace
 
 Protocol = Literal["tcp", "udp"]
 Scenario = Literal["idle", "busy"]
@@ -78,6 +81,12 @@ class TrialResult:
     notes: list[str] = field(default_factory=list)
 
 
+def ignored_knobs_notice(testbed: str, space: str, knobs: list[str]) -> str:
+    """What the user is told when a model has no term for some knobs (:meth:`Testbed.ignored_knobs`)."""
+    what = "its value changes" if len(knobs) == 1 else "their values change"
+    return f"{testbed} is a model with no term for {', '.join(knobs)} (space {space}): {what} nothing in its figures"
+
+
 class Testbed(ABC):
     """A sender/receiver pair that can be measured.
 
@@ -110,6 +119,14 @@ class Testbed(ABC):
         Raises:
             MeasurementError: the trial failed; the host settings have been restored.
         """
+
+    def ignored_knobs(self, space: SearchSpace) -> list[str]:
+        """Knobs of ``space`` whose values cannot change this testbed's figures.
+
+        Only a model can know: a simulated testbed names the knobs it has no term for.
+        Real hosts return none.
+        """
+        return []
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the testbed holds (namespaces it created, connections)."""

@@ -106,3 +106,19 @@ def test_a_space_definition_round_trips_through_a_file(name: str, tmp_path: Path
     checked = run("spaces", "validate", str(path))
     assert checked.returncode == 0, checked.stderr
     assert load_space(str(path)).describe() == load_space(name).describe()
+
+
+def test_measure_says_which_changes_a_model_ignores() -> None:
+    res = run("measure", "--testbed", "sim:benson-40g", "--space", "veth", "--set", "receiver_cpus=1",
+              "--set", "rmem_max=16777216", "--repeats", "1")
+    assert res.returncode == 0, res.stderr
+    assert "sim:benson-40g is a model with no term for receiver_cpus (space veth): its value changes nothing" \
+        in " ".join(res.stderr.split())
+    quiet = run("measure", "--testbed", "sim:benson-40g", "--space", "veth", "--set", "rmem_max=16777216",
+                "--repeats", "1")
+    assert quiet.returncode == 0 and "no term for" not in quiet.stderr, quiet.stderr
+    # A space of another profile's PF_RING NICs: measured (its knobs ignored), not a KeyError.
+    foreign = run("measure", "--testbed", "sim:benson-40g", "--space", "nurika-pfring", "--set", "nic1_mode=active",
+                  "--repeats", "1")
+    assert foreign.returncode == 0 and "Traceback" not in foreign.stderr, foreign.stderr
+    assert "no term for nic1_mode" in foreign.stderr, foreign.stderr

@@ -58,6 +58,9 @@ def test_racing_measures_each_configuration_once_then_races_the_best_and_stores_
     assert set(top3) <= repeated and len(repeated) <= 4, (top3, runs)
     assert sum(runs.values()) <= 30 + 4
     assert any("final race: measuring the 3 best" in n for n in notices), notices
+    # The model has no term for the space's tx_ring, and the job says so.
+    assert "sim:benson-40g is a model with no term for tx_ring (space benson-40g): its value changes nothing " \
+           "in its figures" in notices, notices
     report = job_report(engine, outcome.job_id)
     best = next(t for t in trials if t.number == report["best"]["number"])
     assert _runs(best) == 3, "the recommendation never rests on fewer than --repeats runs"

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import statistics
 
+import pytest
+
 from nictune.measure.registry import open_testbed
+from nictune.measure.sim.model import modelled_keys
+from nictune.measure.sim.profiles import PROFILES
+from nictune.measure.sim.testbed import SimTestbed
 from nictune.measure.workloads import get_workload
-from nictune.search_spaces import load_space
+from nictune.search_spaces import builtin_names, load_space
 
 
 def test_noise_is_seeded_and_has_the_requested_spread() -> None:
@@ -51,3 +56,39 @@ def test_samples_count_whole_packets_and_segments_as_a_benchmark_does() -> None:
         assert m["loss_pct"] > 0 and abs(lost - round(lost)) < 1e-6
     for sample in bed.measure(lossy, tcp, 5, seed=3).samples:
         assert sample.metrics["retransmits"] > 0 and sample.metrics["retransmits"].is_integer()
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_the_knobs_a_model_calls_ignored_change_nothing_and_the_others_are_read(profile: str) -> None:
+    """For every built-in space: each knob the model names as ignored leaves every metric
+    unchanged through all its values, and each of its other knobs maps to a setting the
+    model reads."""
+    bed = open_testbed(profile, noise=0)
+    assert isinstance(bed, SimTestbed)
+    wl = get_workload("tcp")
+    read = modelled_keys(bed.profile)
+    for name in builtin_names():
+        space = load_space(name)
+        ignored = bed.ignored_knobs(space)
+        base = space.default()
+        before = bed.clean(space.settings(base), wl)
+        for knob_name, knob in space.knobs.items():
+            keys = {(s.family.value, s.target, s.device) for v in knob.values() or [knob.default]
+                    for s in knob.to_settings(v)}
+            assert (knob_name in ignored) == (not keys & read), (profile, name, knob_name)
+            if knob_name not in ignored:
+                continue
+            for value in knob.values() or []:
+                config = dict(base) | {knob_name: value}
+                if space.violations(config) or set(space.active(config)) != set(config):
+                    continue
+                assert bed.clean(space.settings(config), wl) == before, (profile, name, knob_name, value)
+
+
+def test_what_a_model_ignores_is_named() -> None:
+    bed = open_testbed("sim:benson-40g")
+    assert bed.ignored_knobs(load_space("benson-40g")) == ["tx_ring"]
+    assert bed.ignored_knobs(load_space("veth")) == ["netdev_budget", "congestion_control", "receiver_cpus",
+                                                     "sender_cpus"]
+    assert set(bed.ignored_knobs(load_space("nurika-pfring"))) >= {"nic1_mode", "nic2_watermark"}
+    assert open_testbed("sim:nurika-pfring").ignored_knobs(load_space("nurika-pfring")) == []

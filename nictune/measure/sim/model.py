@@ -123,11 +123,14 @@ def host_from(eff: Mapping[Key, SettingValue]) -> Host:
         v = g("sysctl", target)
         return int(v[2]) if isinstance(v, tuple) else int(v)
 
+    # PF_RING devices: those of the profile (a profile without PF_RING NICs has none, and
+    # PF_RING settings from another space change nothing: Testbed.ignored_knobs names them).
     pf = {
         dev: (str(eff[("pf_ring", "wait_mode", dev)]), int(eff[("pf_ring", "poll_duration", dev)]),  # type: ignore[arg-type]
               int(eff[("pf_ring", "poll_watermark", dev)]))  # type: ignore[arg-type]
-        for (fam, tgt, dev) in eff
+        for (fam, tgt, dev) in list(eff)
         if fam == "pf_ring" and tgt == "wait_mode" and dev is not None
+        and ("pf_ring", "poll_duration", dev) in eff and ("pf_ring", "poll_watermark", dev) in eff
     }
     return Host(
         mtu=i("ip_link", "mtu"),
@@ -167,6 +170,26 @@ def host_from(eff: Mapping[Key, SettingValue]) -> Host:
         no_shared=b("platform", "no_shared_refs"),
         pf=pf,
     )
+
+
+class _Reads(dict[Key, SettingValue]):
+    """The profile's defaults, noting which of them :func:`host_from` reads."""
+
+    def __init__(self, values: Mapping[Key, SettingValue]):
+        super().__init__(values)
+        self.read: set[Key] = set()
+
+    def __getitem__(self, key: Key) -> SettingValue:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def modelled_keys(profile: SimProfile) -> frozenset[Key]:
+    """The settings (family, target, device) the model of ``profile`` has a term for; a
+    setting outside them changes nothing in its figures."""
+    reads = _Reads(profile.defaults)
+    host_from(reads)
+    return frozenset(reads.read)
 
 
 # ---------------------------------------------------------------------- helpers

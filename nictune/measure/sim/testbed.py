@@ -9,9 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 from nictune.errors import InvalidInputError
 from nictune.measure._base import Sample, Testbed, TrialResult, Workload
-from nictune.measure.sim.model import evaluate
+from nictune.measure.sim.model import evaluate, modelled_keys
 from nictune.measure.sim.profiles import MODEL_VERSION, SimProfile
 from nictune.search_spaces._base import Setting
+from nictune.search_spaces.space import SearchSpace
 
 #: Default coefficient of variation of simulated measurements.
 DEFAULT_NOISE = 0.03
@@ -68,6 +69,18 @@ class SimTestbed(Testbed):
         notes = ["simulated testbed: figures come from a model, not from hardware"]
         return TrialResult(samples, snapshot={"simulated": True, "profile": self.profile.name},
                            notes=notes)
+
+    def ignored_knobs(self, space: SearchSpace) -> list[str]:
+        """Knobs of ``space`` none of whose settings the model reads (e.g. ``tx_ring``, or a
+        ``veth`` space's CPU pinning): the model's figures are the same whatever their values."""
+        known = modelled_keys(self.profile)
+        out = []
+        for name, knob in space.knobs.items():
+            values = knob.values() or [knob.default]
+            keys = {(s.family.value, s.target, s.device) for v in values for s in knob.to_settings(v)}
+            if not keys & known:
+                out.append(name)
+        return out
 
     def clean(self, settings: list[Setting], workload: Workload) -> dict[str, float]:
         """The noise-free metrics: the model's values before noise.
