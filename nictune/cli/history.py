@@ -91,6 +91,11 @@ def jobs(
                filtered=any(v is not None for v in (testbed, workload, objective, since, state)))
 
 
+def _cell(metrics: dict[str, float], name: str) -> str:
+    """A metric's table cell: "-" for one the testbed does not measure (interrupts on veth)."""
+    return fmt(metrics[name]) if name in metrics else "-"
+
+
 def _db(ctx: typer.Context, db_url: str | None) -> Any:
     return open_db(db_url or (ctx.obj or {}).get("db_url"), must_exist=True)
 
@@ -139,7 +144,7 @@ def show(
         runs = str(r.get("repeats") or "-")
         source = "cache+race" if r["number"] in raced_from_cache else r["source"]
         table.add_row(str(r["number"]) + mark, source, runs, *([fmt(obj.value(m))] if own else []),
-                      *(fmt(m[k]) for k in shown), r["config_hash"][:12])
+                      *(_cell(m, k) for k in shown), r["config_hash"][:12])
     console.print(table)
     finalists = [r["number"] for h in report["stats"].get("final_race") or [] for r in rows if r["config_hash"] == h]
     if finalists:
@@ -228,6 +233,6 @@ def config(
     for r in rows:
         m = r["metrics"]
         table.add_row(str(r["job_id"]), str(r["trial"]), str(r["repeat"]), r["testbed"], r["workload"],
-                      fmt(m.get("throughput_gbps", 0)), fmt(m.get("loss_pct", 0)), fmt(m.get("interrupts_per_s", 0)),
+                      _cell(m, "throughput_gbps"), _cell(m, "loss_pct"), _cell(m, "interrupts_per_s"),
                       r["started_at"][:19])
     console.print(table)

@@ -30,9 +30,9 @@ from nictune.errors import InvalidInputError, JobError, UnknownNameError
 from nictune.executors import Executor, LocalExecutor
 from nictune.jobs import warm
 from nictune.jobs.evaluate import JobContext, Race, TrialEvent, evaluate, remeasure, summary_of
-from nictune.measure._base import Workload, ignored_knobs_notice
+from nictune.measure._base import METRICS, UNMEASURED, Workload, ignored_knobs_notice
 from nictune.measure.workloads import get_workload
-from nictune.optimizer import ENGINES, Goal, Score, make_engine
+from nictune.optimizer import ENGINES, OBJECTIVES, Goal, Score, make_engine
 from nictune.optimizer._base import Engine
 from nictune.optimizer.pareto import pareto_front
 from nictune.optimizer.racing import RacingPolicy
@@ -165,6 +165,7 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
     workload = get_workload(spec.workload, scenario=spec.scenario, duration_s=spec.duration_s)
     seed = spec.seed if spec.seed is not None else random.SystemRandom().randrange(2**31)
     with (executor_factory or _local_executor)(spec.testbed, spec.noise) as executor:
+        _check_measurable(goal, executor)
         space = _load_space(spec.space, executor)
         # Fails early on unknown engines and bad parameters.
         make_engine(engine_name, space, seed=seed, params=dict(spec.engine_params),
@@ -183,6 +184,26 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
                          "options": {"racing": spec.racing and len(goal.objectives) == 1,
                                      "warm_start": spec.warm_start}}
             return int(job.id)
+
+
+def _check_measurable(goal: Goal, executor: Executor) -> None:
+    """Refuse a goal that needs a metric the testbed cannot measure (interrupts on veth).
+
+    Raises:
+        InvalidInputError: naming ``objectives`` (or ``constraints``) and the objectives
+            the testbed can measure.
+    """
+    unmeasured = UNMEASURED.get(executor.kind, {})
+    missing = sorted(goal.metrics() & set(unmeasured))
+    if not missing:
+        return
+    message = f"{executor.testbed} cannot measure {', '.join(missing)}: {unmeasured[missing[0]]}"
+    if any(o.metric in unmeasured or o.per in unmeasured for o in goal.objectives):
+        measurable = [name for name, o in OBJECTIVES.items()
+                      if o.metric not in unmeasured and o.per not in unmeasured]
+        raise InvalidInputError(message, field="objectives", allowed=", ".join(measurable))
+    measured = [name for name in METRICS if name not in unmeasured]
+    raise InvalidInputError(message, field="constraints", allowed="constraints on " + ", ".join(measured))
 
 
 def _noise_of(fingerprint: Mapping[str, Any]) -> float | None:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 Protocol = Literal["tcp", "udp"]
 Scenario = Literal["idle", "busy"]
 
-#: Metric names every testbed reports (units in the name). Objectives and constraints use them.
+#: Metric names testbeds report (units in the name). Objectives and constraints use them.
+#: A testbed kind that cannot measure some of them is in :data:`UNMEASURED`.
 METRICS: dict[str, str] = {
     "throughput_gbps": "receiver goodput, Gbit/s",
     "packet_rate_mpps": "packets delivered to the receiver, millions per second",
@@ -30,6 +31,13 @@ METRICS: dict[str, str] = {
     "interrupts_per_gb": "NIC interrupts on the receiver per gigabyte delivered",
     "cpu_rx_pct": "receiver CPU in percent of one core (150 = 1.5 cores)",
     "cpu_tx_pct": "sender CPU in percent of one core",
+}
+
+_NO_IRQS = "a veth device has no interrupts (no line of /proc/interrupts names it)"
+#: Metrics a testbed kind cannot measure, with why: its measurements leave them out, and a
+#: job whose objective or constraint needs one is refused.
+UNMEASURED: dict[str, dict[str, str]] = {
+    "veth": {"interrupts_per_s": _NO_IRQS, "interrupts_per_gb": _NO_IRQS},
 }
 
 

@@ -181,8 +181,9 @@ def run_iperf3(
     after = read_counters(ends.receiver, ends.receiver_device)
     delta = counter_delta(before, after)
     derived = derive(delta, elapsed, summary["received_bytes"])
-    metrics["interrupts_per_s"] = derived["interrupts_per_s"]
-    metrics["interrupts_per_gb"] = derived["interrupts_per_gb"]
+    if delta.get("irq_lines", 0) > 0:  # a device without IRQ lines (veth) has no interrupt figure, not 0
+        metrics["interrupts_per_s"] = derived["interrupts_per_s"]
+        metrics["interrupts_per_gb"] = derived["interrupts_per_gb"]
     if workload.protocol == "tcp":
         metrics["packet_rate_mpps"] = derived["rx_packets_per_s"] / 1e6
     counters = {"delta": delta, "derived": derived, "iperf3": summary, "window_s": elapsed}

@@ -275,6 +275,11 @@ class Goal:
         return cls([get_objective(n) for n in names],
                    [MetricConstraint.parse(c) for c in constraints])
 
+    def metrics(self) -> set[str]:
+        """Every metric the goal reads (objectives, their ``per`` and constraints)."""
+        names = {o.metric for o in self.objectives} | {o.per for o in self.objectives if o.per}
+        return names | {c.metric for c in self.constraints}
+
     @property
     def objective(self) -> Objective:
         """The objective that :meth:`score` uses."""

@@ -215,3 +215,22 @@ def test_operator_allowed_hosts_take_built_in_spaces_only(make_api: AppFactory) 
         noise = api.post("/v1/jobs", json={"testbed": "veth:nt9", "noise": 0.1, "budget": 2}).json()
         assert noise["field"] == "noise"
         assert api.get("/v1/jobs").json()["total"] == 0
+
+
+@pytest.mark.netns
+def test_a_goal_the_testbed_cannot_measure_is_a_422_naming_it(make_api: AppFactory) -> None:
+    from nictune.measure.veth import VethPair
+    from tests.measure.support import netns_usable, unique_name
+
+    reason = netns_usable()
+    if reason:
+        pytest.skip(reason)
+    name = unique_name()
+    with make_api(testbeds=[f"veth:{name}"]) as api:
+        response = api.post("/v1/jobs", json={"testbed": f"veth:{name}", "objectives": ["interrupts"], "budget": 2})
+        assert response.status_code == 422, response.text
+        body = response.json()
+        assert body["field"] == "objectives" and "cannot measure interrupts_per_gb" in body["message"], body
+        assert "throughput" in body["allowed"] and "interrupts" not in body["allowed"]
+        assert api.get("/v1/jobs").json()["total"] == 0
+    assert not VethPair(name).exists()

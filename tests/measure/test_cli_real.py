@@ -180,7 +180,35 @@ def test_short_optimize_on_veth_completes_and_finds_a_better_configuration(env: 
     out = json.loads(res.stdout)
     assert out["simulated"] is False and out["trials"] == 4 and out["measured"] == 4
     assert out["best"]["metrics"]["throughput_gbps"] > 0
+    # A veth device has no IRQs: no interrupt figure is reported, rather than a measured 0.
+    assert "interrupts_per_s" not in out["best"]["metrics"] and "interrupts_per_gb" not in out["best"]["metrics"]
     assert not VethPair(name).exists()
+    # ... and the history's tables show "-" in their irq/s column.
+    for args in (["show", str(out["job_id"])], ["config", out["best"]["config_hash"]]):
+        shown = subprocess.run([sys.executable, "-m", "nictune", "history", *args], env=env | {"COLUMNS": "200"},
+                               capture_output=True, text=True, timeout=60)
+        assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown
+        header = next(line for line in shown.stdout.splitlines() if "irq/s" in line)
+        column = [c.strip() for c in header.split("┃")].index("irq/s")
+        cells = [[c.strip() for c in line.split("│")] for line in shown.stdout.splitlines() if "│" in line]
+        assert cells and {row[column] for row in cells if len(row) > column} == {"-"}, shown.stdout
+
+
+@pytest.mark.parametrize(("goal", "allowed"), [
+    (["--objective", "interrupts"], "allowed: throughput, packet-rate, cpu, loss"),
+    (["--objective", "throughput", "--constraint", "interrupts_per_s<1000"], "allowed: constraints on throughput_gbps"),
+])
+def test_a_goal_a_veth_pair_cannot_measure_is_refused_before_anything_is_stored(
+        pair: VethPair, env: dict[str, str], goal: list[str], allowed: str) -> None:
+    res = subprocess.run([sys.executable, "-m", "nictune", "optimize", "--testbed", f"veth:{pair.name}", *goal,
+                          "--budget", "2"], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res
+    message = " ".join(res.stderr.split())
+    assert message.startswith(f"error: veth:{pair.name} cannot measure interrupts_per_") and allowed in message, message
+    assert "Traceback" not in res.stderr and res.stdout == ""
+    listed = subprocess.run([sys.executable, "-m", "nictune", "history", "--json"], env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert listed.returncode == 0 and json.loads(listed.stdout) == [], listed
 
 
 def test_apply_keeps_a_configuration_and_restore_brings_the_old_values_back(
