@@ -8,7 +8,7 @@ import typer
 
 from nictune.cli._common import console, err_console
 from nictune.cli.dbopt import DB_OPTION, open_db
-from nictune.errors import InvalidInputError, NotFoundError
+from nictune.errors import InvalidInputError, NotFoundError, RestoreError
 from nictune.jobs import job_report, trial_rows
 from nictune.jobs.runner import INT32_MAX
 from nictune.measure.registry import open_testbed
@@ -70,7 +70,11 @@ def apply(
 def restore(
     testbed: str = typer.Option(..., "--testbed", "-t", help="The testbed given to nictune apply."),
 ) -> None:
-    """Bring back the values a `nictune apply` replaced on a testbed."""
+    """Bring back the values a `nictune apply` replaced on a testbed.
+
+    With nothing applied there it says so and exits 0, so a cleanup step can always run it.
+    A value that cannot be put back is an error (exit 1); the journal keeps it for a retry.
+    """
     from nictune.measure.keep import restore_kept
 
     if testbed.endswith((".yaml", ".yml")):
@@ -84,10 +88,11 @@ def restore(
             check_pair_name(name.partition(":")[2])
     report = restore_kept(name)
     if report is None:
-        raise InvalidInputError(f"nothing applied on {name} to restore", field="testbed")
+        # Idempotent, as TuneD's "off": a cleanup step may run it whether or not apply did.
+        console.print(f"nothing to restore on {name}: no configuration applied there (nictune apply keeps one)")
+        return
     if not report.ok:
-        raise InvalidInputError(f"restore on {name} incomplete: {'; '.join(report.errors) or report.skipped}",
-                                field="testbed")
+        raise RestoreError(f"restore on {name} incomplete: {'; '.join(report.errors) or report.skipped}")
     console.print(f"restored {name}:")
     for line in report.restored:
         console.print(f"  {line}")

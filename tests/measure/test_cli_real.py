@@ -247,6 +247,12 @@ def test_apply_keeps_a_configuration_and_restore_brings_the_old_values_back(
         _, err = restoring.communicate(timeout=120)
         assert restoring.returncode == 0, err
         assert values(pair) == before
+        # Idempotent: a second restore (a cleanup step run regardless) says so and succeeds.
+        twice = subprocess.run([sys.executable, "-m", "nictune", "restore", "--testbed", testbed], env=env,
+                               capture_output=True, text=True, timeout=120)
+        assert twice.returncode == 0, twice.stderr
+        assert f"nothing to restore on {testbed}: no configuration applied there" in " ".join(twice.stdout.split())
+        assert values(pair) == before
     finally:  # whatever failed above, the kept configuration does not outlive the test
         if (state_dir.parent / "applied" / Journal(testbed).path.name).exists():
             subprocess.run([sys.executable, "-m", "nictune", "restore", "--testbed", testbed], env=env,
