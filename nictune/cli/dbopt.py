@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import typer
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 
 from nictune import db
-from nictune.errors import InvalidInputError
+from nictune.errors import DatabaseUrlError, InvalidInputError, StorageError
 
 DB_OPTION = typer.Option(
     None, "--db", metavar="URL", envvar="NICTUNE_DB",
@@ -27,4 +27,11 @@ def open_db(url: str | None, *, must_exist: bool = False) -> Engine:
         if path is not None and not path.exists():
             raise InvalidInputError(f"--db {url}: no database at {path} (nictune optimize creates one)",
                                     field="db", allowed="an existing database, or leave --db and NICTUNE_DB unset")
-    return db.open_database(db.resolve_url(url))
+    resolved = db.resolve_url(url)
+    try:
+        return db.open_database(resolved)
+    except DatabaseUrlError:
+        raise
+    except StorageError as exc:  # name the database: the message alone does not say which
+        shown = make_url(resolved).render_as_string(hide_password=True)
+        raise StorageError(f"cannot open the database {shown}: {exc}") from exc

@@ -94,7 +94,7 @@ def upgrade(target: str | URL | Engine | None = None, revision: str = "head") ->
     try:
         with (
             _ALEMBIC_LOCK,
-            storage_errors("upgrading the database schema"),
+            storage_errors("checking (or upgrading) the database schema"),
             engine.begin() as connection,
         ):
             _lock(connection)

@@ -97,3 +97,16 @@ def test_a_pair_file_that_is_not_yaml_is_not_printed_whole(tmp_path: Path) -> No
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "(str, 1999 characters) is not valid; allowed: a mapping with sender and receiver" in res.stderr
     assert len(res.stderr) < 300
+
+
+@pytest.mark.parametrize("command", [["history"], ["report", "1"], ["history", "show", "1"]])
+def test_a_file_that_is_not_a_database_is_named_in_one_line(command: list[str], tmp_path: Path) -> None:
+    junk = tmp_path / "notes.db"
+    junk.write_text("not a database\n")
+    res = subprocess.run([sys.executable, "-m", "nictune", *command, "--db", str(junk)], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 1, res
+    message = " ".join(res.stderr.split())
+    assert message.startswith(f"error: cannot open the database sqlite:///{junk}: ") and "not a database" in message
+    assert "Traceback" not in res.stderr and res.stderr.count("error:") == 1
+    assert junk.read_text() == "not a database\n"
