@@ -131,6 +131,7 @@ def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | No
         cancel_requested=cancel and job.state not in ("completed", "failed"),
         queue_position=manager.queue_position(job.id) if manager is not None else None,
         waiting_for=manager.waiting_for(job.id) if manager is not None and job.state == "waiting" else None,
+        notices=[str(n) for n in job.stats.get("notices") or []],
         eta_s=eta,
         progress=Progress(done=counts.done, budget=job.budget, fraction=min(counts.done / job.budget, 1.0),
                           measured=counts.measured, cached=counts.cached, failed=counts.failed,

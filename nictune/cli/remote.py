@@ -31,6 +31,8 @@ def optimize_remote(server: str, token: str | None, fields: dict[str, Any], json
             console.print(f"job {job_id} submitted to {server}: {job['engine']} on {job['testbed']}"
                           + (f" ({SIM_NOTE})" if job.get("simulated") else "")
                           + f", budget {job['budget']}")
+            for notice in job.get("notices") or []:
+                err_console.print(notice)
         progress = Progress(TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=console,
                             disable=json_out)

@@ -179,7 +179,10 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
                 engine=engine_name, engine_params=dict(spec.engine_params), budget=spec.budget,
                 repeats=spec.repeats, seed=seed,
             )
+            ignored = executor.ignored_knobs(space)
             job.stats = {"measured": 0, "cached": 0, "failed": 0, "runs": 0,
+                         # What the user should know about the job's figures (the service shows it).
+                         "notices": [ignored_knobs_notice(executor.testbed, space.name, ignored)] if ignored else [],
                          # Racing compares one objective; Pareto jobs measure fixed repeats.
                          "options": {"racing": spec.racing and len(goal.objectives) == 1,
                                      "warm_start": spec.warm_start}}

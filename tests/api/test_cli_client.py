@@ -57,6 +57,9 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
                        "--server", server.url, "--token", token, env_db=db_url)
         assert hopeless.returncode == 0, hopeless.stderr
         assert "no configuration met every constraint" in " ".join(hopeless.stdout.split())
+        # The service's notice about the model (its space's tx_ring changes nothing) reaches the user.
+        assert "sim:benson-40g is a model with no term for tx_ring (space benson-40g)" in " ".join(
+            hopeless.stderr.split()), hopeless.stderr
         best = cli("history", "best", "-t", "sim:benson-40g", "-w", "tcp", "-o", "throughput", "--top", "1",
                    "--server", server.url, "--token", token, "--json", env_db=db_url)
         assert best.returncode == 0, best.stderr

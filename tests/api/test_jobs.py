@@ -20,6 +20,9 @@ def test_submit_runs_the_job_in_the_background(api: TestClient) -> None:
     assert response.headers["location"] == f"/v1/jobs/{created['id']}" == created["links"]["self"]
     assert created["simulated"] is True and "model" in created["note"]
     assert created["space"] == "benson-40g" and created["budget"] == 12
+    # The model has no term for the space's tx_ring; the job says so.
+    assert created["notices"] == ["sim:benson-40g is a model with no term for tx_ring (space benson-40g): its value "
+                                  "changes nothing in its figures"]
 
     job = wait_for(api, created["id"])
     assert job["state"] == "completed"
@@ -35,7 +38,7 @@ def test_submit_runs_the_job_in_the_background(api: TestClient) -> None:
 def test_a_job_whose_engine_runs_out_before_the_budget_says_when(api: TestClient) -> None:
     small = wait_for(api, submit(api, testbed="sim:ixgbe-10g", budget=20)["id"])  # a space of 8 configurations
     assert small["state"] == "completed" and small["progress"]["done"] == 8
-    assert small["engine_done_at"] == 8
+    assert small["engine_done_at"] == 8 and small["notices"] == []  # its model reads every knob of ixgbe-numa
     listed = api.get("/v1/jobs", params={"testbed": "sim:ixgbe-10g"}).json()["items"]
     assert listed[0]["engine_done_at"] == 8
     spent = wait_for(api, submit(api, testbed="sim:ixgbe-10g", budget=4, warm_start=False)["id"])

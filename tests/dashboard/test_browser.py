@@ -300,6 +300,8 @@ def test_a_finished_job_shows_its_recommendation_with_its_interval(service: Serv
         # Default vs best is drawn once the default configuration has loaded.
         wait_until(page, "() => document.querySelector('#default-vs-best')?.textContent.includes('Recommended')")
         assert page.locator("#front-card").is_hidden()  # one objective: no Pareto front
+        # The job's notice: the model of sim:benson-40g has no term for the space's tx_ring.
+        assert job["notices"] and job["notices"][0] in " ".join(page.inner_text("body").split())
         page.screenshot(path=str(tmp_path / "dashboard-finished-job.png"), full_page=True)
 
 

@@ -165,7 +165,9 @@ class JobOut(BaseModel):
         "testbed": "sim:benson-40g", "workload": "tcp", "space": "benson-40g", "objectives": ["throughput"],
         "constraints": [], "engine": "ga", "engine_params": {}, "budget": 60, "repeats": 3, "seed": 7,
         "created_at": "2024-12-02T10:00:00Z", "started_at": "2024-12-02T10:00:01Z", "finished_at": None,
-        "error": None, "cancel_requested": False, "queue_position": None, "waiting_for": None, "eta_s": 3.2,
+        "error": None, "cancel_requested": False, "queue_position": None,
+        "notices": ["sim:benson-40g is a model with no term for tx_ring (space benson-40g): its value changes "
+                    "nothing in its figures"], "waiting_for": None, "eta_s": 3.2,
         "progress": {"done": 20, "budget": 60, "fraction": 0.33, "measured": 20, "cached": 0, "failed": 0,
                      "running": 1},
         "best": None,
@@ -193,6 +195,9 @@ class JobOut(BaseModel):
     error: str | None
     cancel_requested: bool = Field(description="A cancel was accepted; the job ends after the trial in flight.")
     queue_position: int | None = Field(description="For a job waiting for its testbed: 1 = next; else null.")
+    notices: list[str] = Field(
+        default_factory=list, description="What the user should know about the job's figures, e.g. knobs of its "
+                                          "space a simulated testbed's model has no term for.")
     waiting_for: str | None = Field(
         default=None, description="For a job in state waiting: what it waits for, e.g. 'waiting for a worker "
                                   "on pool lab', or why the pool's live workers do not take its requests; "

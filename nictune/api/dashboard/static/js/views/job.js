@@ -204,6 +204,7 @@ export function render(root, ctx, jobId) {
       ["Created", when(job.created_at)], ["Started", when(job.started_at)], ["Finished", when(job.finished_at)],
     ];
     if (job.error) rows.push(["Error", h("span", {class: "error"}, job.error)]);
+    for (const notice of job.notices || []) rows.push(["Note", notice]);
     fill(facts, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
     cancelButton.hidden = FINAL.has(job.state) || job.cancel_requested;
   }
