@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
+import typer
 from rich.console import Console
 
 from nictune.errors import InvalidInputError
@@ -79,3 +80,12 @@ def fmt(value: float) -> str:
 
 def print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+def on_command_line(ctx: typer.Context, name: str | None) -> bool:
+    """Whether option ``name`` was given on the command line (not by default or environment).
+
+    Compared by name: Typer vendors click, so click's own ``ParameterSource`` is another enum.
+    """
+    source = ctx.get_parameter_source(name or "")
+    return source is not None and source.name == "COMMANDLINE"

@@ -12,7 +12,7 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from nictune.cli._common import SIM_NOTE, console, err_console, fmt, parse_assignments, print_json
+from nictune.cli._common import SIM_NOTE, console, err_console, fmt, on_command_line, parse_assignments, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
 from nictune.cli.results import print_engine_done, print_front, print_noise
@@ -153,11 +153,7 @@ _RESUME_OPTIONS = {"resume", "db_url", "json_out"}
 def _check_resume_alone(ctx: typer.Context) -> None:
     """A resumed job runs as it was stored: an option that would change it is an error, not
     silently ignored."""
-    def on_command_line(name: str | None) -> bool:  # Typer's own ParameterSource (it vendors click)
-        source = ctx.get_parameter_source(name or "")
-        return source is not None and source.name == "COMMANDLINE"
-
-    given = [p for p in ctx.command.params if p.name not in _RESUME_OPTIONS and on_command_line(p.name)]
+    given = [p for p in ctx.command.params if p.name not in _RESUME_OPTIONS and on_command_line(ctx, p.name)]
     if given:
         names = ", ".join(p.opts[0] for p in given)
         raise InvalidInputError(f"--resume continues the job as it was stored; {names} cannot change it "

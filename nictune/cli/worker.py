@@ -8,8 +8,9 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from nictune.cli._common import LogLevel, console, print_json
+from nictune.cli._common import LogLevel, console, on_command_line, print_json
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION
+from nictune.errors import InvalidInputError
 
 BROKER_OPTION = typer.Option(None, "--broker", metavar="URL", envvar="NICTUNE_BROKER_URL",
                              help="Celery broker: redis://HOST:6379/0 (default) or amqp://USER:PASS@HOST:5672//.")
@@ -56,6 +57,7 @@ def worker(
 
 
 def workers(
+    ctx: typer.Context,
     server: str | None = SERVER_OPTION,
     token: str | None = TOKEN_OPTION,
     broker: str | None = BROKER_OPTION,
@@ -69,6 +71,13 @@ def workers(
     if server:
         from nictune.api.client import Client
 
+        flags = {"broker": "--broker", "backend": "--result-backend"}
+        given = [flag for name, flag in flags.items() if on_command_line(ctx, name)]
+        if given:  # (set in the environment, they are simply not needed)
+            verb = "reads" if len(given) == 1 else "read"
+            raise InvalidInputError(f"{' and '.join(given)} {verb} the worker registry directly; with --server the "
+                                    "service answers from its own registry", field=given[0].lstrip("-"),
+                                    allowed="--server URL, or --broker/--result-backend without --server")
         with Client(server, token=token) as client:
             body = client.workers()
     else:

@@ -36,6 +36,9 @@ HUGE = "99999999999999999999"  # beyond every database's INTEGER
         (["history", "best", "-t", "sim:benson-40g", "-w", "nosuch", "-o", "throughput"], "unknown workload 'nosuch'"),
         (["optimize", "-o", "throughput", "--server", "notaurl"], "expected the service's URL"),
         (["spaces", "validate", "/"], "/ is a directory, not a space file"),
+        # With --server the service's registry answers: a registry option was silently ignored.
+        (["workers", "--server", "http://127.0.0.1:1", "--broker", "redis://127.0.0.1:6379/0"],
+         "--broker reads the worker registry directly; with --server the service answers"),
         # A database nictune does not support is bad input, not a failure while working.
         (["db", "current", "--db", "mysql://x"], "not mysql; allowed: sqlite:///PATH"),
         (["history", "--db", "nosuchdialect://x"], "not nosuchdialect; allowed: sqlite:///PATH"),
