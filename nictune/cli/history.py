@@ -12,7 +12,14 @@ from rich.table import Table
 from nictune import db
 from nictune.cli._common import SIM_NOTE, console, fmt, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
-from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, history_best_remote, history_remote
+from nictune.cli.remote import (
+    SERVER_OPTION,
+    TOKEN_OPTION,
+    configuration_remote,
+    history_best_remote,
+    history_remote,
+    job_report_remote,
+)
 from nictune.cli.results import print_best, print_engine_done, print_front, print_jobs, print_noise
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
@@ -105,13 +112,23 @@ def show(
     ctx: typer.Context,
     job_id: int = typer.Argument(..., min=1, max=INT32_MAX, help="Job id (see nictune history)."),
     db_url: str | None = DB_OPTION,
+    server: str | None = SERVER_OPTION,
+    token: str | None = TOKEN_OPTION,
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """One job: its settings and every trial in order with its metrics."""
-    dbe = _db(ctx, db_url)
-    report = job_report(dbe, job_id)
-    with db.session_scope(dbe) as s:
-        rows = trial_rows(db.job_trials(s, job_id))
+    """One job: its settings and every trial in order with its metrics.
+
+    With --server the job is read from the service; the API does not say which trials came
+    from the cache and were raced, so those marks are missing there.
+    """
+    server = server or (ctx.obj or {}).get("server")
+    if server is not None:
+        report, rows = job_report_remote(server, token or (ctx.obj or {}).get("token"), job_id)
+    else:
+        dbe = _db(ctx, db_url)
+        report = job_report(dbe, job_id)
+        with db.session_scope(dbe) as s:
+            rows = trial_rows(db.job_trials(s, job_id))
     if json_out:
         print_json(report | {"trials": rows})
         return
@@ -212,17 +229,24 @@ def config(
     ctx: typer.Context,
     config_hash: str = typer.Argument(..., metavar="HASH", help="Configuration hash (or a unique prefix)."),
     db_url: str | None = DB_OPTION,
+    server: str | None = SERVER_OPTION,
+    token: str | None = TOKEN_OPTION,
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Every measurement of one configuration, on every testbed and workload."""
-    dbe = _db(ctx, db_url)
-    with db.session_scope(dbe) as s:
-        cfg = db.resolve_configuration(s, config_hash)
-        rows: list[dict[str, Any]] = [{
-            "job_id": job.id, "trial": trial.number, "repeat": m.repeat, "testbed": job.testbed.name,
-            "workload": job.workload.name, "started_at": m.started_at.isoformat(), "metrics": dict(m.metrics),
-        } for m, trial, job in db.configuration_measurements(s, cfg.hash)]
-        data: dict[str, Any] = {"config_hash": cfg.hash, "config": json.loads(cfg.canonical), "measurements": rows}
+    server = server or (ctx.obj or {}).get("server")
+    data: dict[str, Any]
+    if server is not None:
+        data = configuration_remote(server, token or (ctx.obj or {}).get("token"), config_hash)
+    else:
+        dbe = _db(ctx, db_url)
+        with db.session_scope(dbe) as s:
+            cfg = db.resolve_configuration(s, config_hash)
+            data = {"config_hash": cfg.hash, "config": json.loads(cfg.canonical), "measurements": [{
+                "job_id": job.id, "trial": trial.number, "repeat": m.repeat, "testbed": job.testbed.name,
+                "workload": job.workload.name, "started_at": m.started_at.isoformat(), "metrics": dict(m.metrics),
+            } for m, trial, job in db.configuration_measurements(s, cfg.hash)]}
+    rows: list[dict[str, Any]] = data["measurements"]
     if json_out:
         print_json(data)
         return

@@ -150,3 +150,50 @@ def history_best_remote(server: str, token: str | None, testbed: str, workload: 
         return
     print_best(items, f"best {get_objective(objective).label} on {testbed}, workload {workload} (from {server})",
                objective, simulated=bool(rows.get("simulated")) if isinstance(rows, dict) else False)
+
+
+def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A job and its trials through the API, in the shapes of ``job_report`` and
+    ``trial_rows`` (what ``history show`` prints). The API has no per-trial cache
+    provenance or final-race list, so those marks are left out."""
+    from nictune.api.client import Client
+
+    with Client(server, token=token) as client:
+        job = client.get_job(job_id)
+        items: list[dict[str, Any]] = []
+        while True:
+            page = client.job_trials(job_id, limit=1000, offset=len(items))
+            items += page["items"]
+            if not page["items"] or len(items) >= page["total"]:
+                break
+    rec = job.get("recommendation")
+    best = job.get("best")
+    number = rec["number"] if rec and rec.get("number") is not None else best["number"] if best else None
+    report = {
+        "job_id": job["id"], "state": job["state"], "engine": job["engine"], "testbed": job["testbed"],
+        "simulated": bool(job.get("simulated")), "workload": job["workload"], "objectives": job["objectives"],
+        "constraints": job.get("constraints") or [], "budget": job["budget"], "repeats": job["repeats"],
+        "seed": job["seed"], "engine_done_at": job.get("engine_done_at"), "racing": bool(job.get("racing")),
+        "noise": job.get("noise"), "recommendation": rec, "stats": {},
+        "best": {"number": number} if number is not None else None,
+        "best_feasible": (best.get("score") or {}).get("feasible") if best else None,
+        "front": [{"number": f["number"], "config_hash": f["config_hash"], "metrics": f["metrics"]}
+                  for f in job.get("front") or []],
+    }
+    rows = [{"number": t["number"], "state": t["state"], "source": t["source"], "config_hash": t["config_hash"],
+             "metrics": {k: v for k, v in (t.get("metrics") or {}).items() if v is not None},
+             "repeats": t.get("repeats"), "cached_from": None, "error": t.get("error")} for t in items]
+    return report, rows
+
+
+def configuration_remote(server: str, token: str | None, config_hash: str) -> dict[str, Any]:
+    """A configuration and its measurements through the API, in ``history config``'s shape."""
+    from nictune.api.client import Client
+
+    with Client(server, token=token) as client:
+        body = client.configuration(config_hash)
+    return {"config_hash": body["config_hash"], "config": body["config"], "measurements": [{
+        "job_id": m["job_id"], "trial": m["trial_number"], "repeat": m["repeat"], "testbed": m["testbed"],
+        "workload": m["workload"], "started_at": str(m["started_at"]),
+        "metrics": {k: v for k, v in (m.get("metrics") or {}).items() if v is not None},
+    } for m in body.get("measurements") or []]}

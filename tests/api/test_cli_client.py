@@ -49,6 +49,31 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         assert ["job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached"] in rows
         assert [str(job["id"]), "completed"] == rows[-1][:2] and "12/12" in rows[-1] and "sim:benson-40g" in rows[-1]
         assert "throughput [loss_pct <= 50]" in remote.stdout  # not swallowed as console markup
+        # One job through the service: the local command's table, row for row.
+        show_remote = subprocess.run([sys.executable, "-m", "nictune", "history", "show", str(job["id"]), "--server",
+                                      server.url, "--token", token], capture_output=True, text=True, timeout=180,
+                                     env=wide | {"NICTUNE_DB": "sqlite:////x/y.db"})
+        show_local = subprocess.run([sys.executable, "-m", "nictune", "history", "show", str(job["id"])],
+                                    capture_output=True, text=True, timeout=180, env=wide | {"NICTUNE_DB": db_url})
+        assert show_remote.returncode == 0 and show_local.returncode == 0, show_remote.stderr + show_local.stderr
+
+        def table(out: str) -> list[str]:
+            return [line for line in out.splitlines() if line.startswith("│")]
+
+        assert len(table(show_remote.stdout)) == 12 and table(show_remote.stdout) == table(show_local.stdout)
+        assert show_remote.stdout.splitlines()[0] == show_local.stdout.splitlines()[0]  # the job's header
+        assert "recommended (best lower confidence bound)" in show_remote.stdout
+        # One configuration's measurements through the service: the local table too.
+        config_args = ["history", "config", job["best"]["config_hash"][:12]]
+        config_remote = subprocess.run([sys.executable, "-m", "nictune", *config_args, "--server", server.url, "--token",
+                                        token], capture_output=True, text=True, timeout=180,
+                                       env=wide | {"NICTUNE_DB": "sqlite:////x/y.db"})
+        config_local = subprocess.run([sys.executable, "-m", "nictune", *config_args], capture_output=True, text=True,
+                                      timeout=180, env=wide | {"NICTUNE_DB": db_url})
+        assert config_remote.returncode == 0 and config_local.returncode == 0, config_remote.stderr
+        assert table(config_remote.stdout) and table(config_remote.stdout) == table(config_local.stdout)
+        missing = cli("history", "show", "999", "--server", server.url, "--token", token, env_db=db_url)
+        assert missing.returncode == 2 and "no job with id 999" in missing.stderr and "Traceback" not in missing.stderr
         # An empty answer to a filter says so, as the local command does (it was a bare table).
         none = cli("history", "--server", server.url, "--token", token, "--testbed", "sim:mishra-10g", env_db=db_url)
         assert none.returncode == 0 and "no job matches these filters" in none.stdout, none.stderr
