@@ -35,15 +35,20 @@ class LogLevel(StrEnum):
 SIM_NOTE = "simulated testbed: figures come from a model of the seed papers, not from hardware"
 
 
-def parse_assignments(items: Sequence[str], option: str = "--set") -> dict[str, str]:
-    """``["mtu=9000", "rx_mode=timer"]`` -> ``{"mtu": "9000", "rx_mode": "timer"}``."""
+def parse_assignments(items: Sequence[str], option: str = "--set", example: str = "KNOB=VALUE, e.g. mtu=9000",
+                      ) -> dict[str, str]:
+    """``["mtu=9000", "rx_mode=timer"]`` -> ``{"mtu": "9000", "rx_mode": "timer"}``.
+
+    ``example``: the form and an example, as the error message gives them.
+    """
     out: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip() or not value.strip():
+            form, _, sample = example.partition(", e.g. ")
             raise InvalidInputError(
-                f"{option} {item!r}: expected KNOB=VALUE, e.g. {option} mtu=9000",
-                field=option, allowed="KNOB=VALUE",
+                f"{option} {item!r}: expected {form}" + (f", e.g. {option} {sample}" if sample else ""),
+                field=option, allowed=form,
             )
         name = name.strip()
         if name in out:  # the last would win silently, while the output names both

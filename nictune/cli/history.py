@@ -139,6 +139,8 @@ def show(
                   + (f", constraints {', '.join(report['constraints'])}" if report["constraints"] else "")
                   + f", budget {report['budget']}, repeats {report['repeats']}, seed {report['seed']}")
     print_engine_done(report)
+    for notice in report.get("notices") or []:
+        console.print(f"note: {notice}")
     if len(report["objectives"]) > 1:
         print_front(report)
     print_noise(report)

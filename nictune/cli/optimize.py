@@ -29,7 +29,7 @@ from nictune.search_spaces import builtin_names, load_space
 def _parse_params(items: list[str]) -> dict[str, Any]:
     """``--param population=16`` -> ``{"population": 16}`` (JSON values, else the text)."""
     params: dict[str, Any] = {}
-    for name, raw in parse_assignments(items, "--param").items():
+    for name, raw in parse_assignments(items, "--param", "NAME=VALUE, e.g. batch=4").items():
         try:
             params[name] = json.loads(raw)
         except json.JSONDecodeError:

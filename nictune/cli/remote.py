@@ -51,7 +51,7 @@ def optimize_remote(server: str, token: str | None, fields: dict[str, Any], json
                         if reason and reason != waiting:
                             progress.console.print(f"job {job_id}: {reason}")
                         elif waiting and state == "running":
-                            progress.console.print(f"job {job_id}: running again")
+                            progress.console.print(f"job {job_id}: a worker took it; running")
                         waiting = reason
                         continue
                     if ev.event != "trial":
@@ -70,8 +70,10 @@ def optimize_remote(server: str, token: str | None, fields: dict[str, Any], json
         final = client.get_job(job_id)
     if json_out:
         print_json(final)
-        return
-    _print_remote_result(final, objective.label)
+    else:
+        _print_remote_result(final, objective.label)
+    if final.get("state") != "completed":  # cancelled or failed on the service: not a success for a script
+        raise typer.Exit(1)
 
 
 def _print_remote_result(job: dict[str, Any], label: str) -> None:
@@ -174,7 +176,7 @@ def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict
         "simulated": bool(job.get("simulated")), "workload": job["workload"], "objectives": job["objectives"],
         "constraints": job.get("constraints") or [], "budget": job["budget"], "repeats": job["repeats"],
         "seed": job["seed"], "engine_done_at": job.get("engine_done_at"), "racing": bool(job.get("racing")),
-        "noise": job.get("noise"), "recommendation": rec, "stats": {},
+        "noise": job.get("noise"), "recommendation": rec, "stats": {}, "notices": job.get("notices") or [],
         "best": {"number": number} if number is not None else None,
         "best_feasible": (best.get("score") or {}).get("feasible") if best else None,
         "front": [{"number": f["number"], "config_hash": f["config_hash"], "metrics": f["metrics"]}

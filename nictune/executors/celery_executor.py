@@ -32,6 +32,7 @@ from nictune.executors.local import LocalExecutor
 from nictune.executors.registry import PoolRecord, Registry, WorkerRecord
 from nictune.executors.wire import result_from_dict
 from nictune.measure._base import TrialResult
+from nictune.search_spaces import SearchSpace
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -98,6 +99,20 @@ class CeleryExecutor(Executor):
 
     def default_space(self) -> str:
         return self._pinned.default_space
+
+    def ignored_knobs(self, space: SearchSpace) -> list[str]:
+        """For a pool of simulated testbeds: what their model ignores (the pinned fingerprint
+        names the profile, the same model in every worker of the pool)."""
+        profile = self._pinned.fingerprint.get("profile")
+        if not self.simulated or not isinstance(profile, str):
+            return []
+        from nictune.measure.registry import open_testbed
+
+        try:
+            with open_testbed(profile) as bed:
+                return bed.ignored_knobs(space)
+        except NictuneError:  # a profile this version does not know: nothing to say
+            return []
 
     def measure(self, request: MeasureRequest) -> TrialResult:
         from celery.result import AsyncResult

@@ -245,6 +245,13 @@ def run_worker(cfg: WorkerConfig) -> int:
                               fingerprint=executor.fingerprint(), broker=broker, started_at=now_iso(),
                               notices=list(executor.notices))
         registry = Registry(cfg.settings.backend_url(), cfg.settings.key_prefix)
+        twin = next((w for w in registry.workers(cfg.pool) if w.worker_id == node), None)
+        if twin is not None:
+            # Same node name: their registry records (and Celery's) would overwrite each other.
+            raise InvalidInputError(
+                f"worker {node} is already running (pid {twin.pid} on {twin.hostname}, broker {twin.broker or '?'}): "
+                f"one worker per testbed and pool; stop it first (nictune workers lists them)",
+                field="testbed", allowed="a testbed no live worker of this pool measures on")
         registry.join(record, simulated=executor.simulated, default_space=executor.default_space())
         state = WorkerState(registry, record, cfg.settings.heartbeat_s)
         state.start()

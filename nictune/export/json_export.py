@@ -30,6 +30,7 @@ def export_document(src: ExportSource) -> dict[str, Any]:
         "best": src.is_best,
         "testbed": {"name": src.testbed, "simulated": src.simulated,
                     **({"note": SIMULATED_NOTE} if src.simulated else {})},
+        "notices": list(src.notices),
         "workload": src.workload,
         "engine": src.engine,
         "objective": get_objective(src.objectives[0]).describe(),

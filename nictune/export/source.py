@@ -94,6 +94,8 @@ class ExportSource:
     device: str | None = None
     #: The job's state: an export of an interrupted, cancelled or failed job says so.
     job_state: str = "completed"
+    #: What the job said about its figures (e.g. knobs a simulated testbed's model ignores).
+    notices: list[str] = field(default_factory=list)
 
     # ------------------------------------------------------------------ settings
     def items(self) -> list[Item]:
@@ -200,6 +202,7 @@ class ExportSource:
         lines += [f"WARNING: {text}" for text in self.warnings()]
         if self.simulated:
             lines.append(f"SIMULATED: {SIMULATED_NOTE}; measure on your hosts before relying on it")
+        lines += [f"NOTE: {text}" for text in self.notices]
         if not self.feasible:
             lines.append("WARNING: this configuration breaks a constraint of the job on its mean metrics")
         lines.append(f"written by nictune {__version__} on {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}")
@@ -258,6 +261,7 @@ def source_from_job(job: JobData, trial: int | None = None) -> ExportSource:
         snapshot=chosen.snapshot,
         device=_data_device(chosen.snapshot),
         job_state=str(info.get("state") or "completed"),
+        notices=[str(n) for n in info.get("notices") or []],
     )
 
 

@@ -93,6 +93,7 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     info["racing"] = bool((stats.get("options") or {}).get("racing"))
     info["warm_start"] = stats.get("warm_start")
     info["engine_done_at"] = stats.get("engine_done_at")
+    info["notices"] = list(stats.get("notices") or [])
     info["space_size"] = space.size()
     info["front"] = [r for r in completed if r["number"] in {f["number"] for f in stats.get("front") or []}]
     default_hash = space.default().hash

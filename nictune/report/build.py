@@ -277,7 +277,7 @@ def build_report(dbe: DbEngine, job_id: int, out_dir: Path) -> Report:
     """
     job = load_job(dbe, job_id)
     importance = knob_importance(job)
-    notes: list[str] = []
+    notes: list[str] = [str(n) for n in job.info.get("notices") or []]  # what the job itself said
     sections = _figures(job, importance, notes)
     page = render_html(job, sections, importance, notes)
     try:

@@ -65,8 +65,8 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         assert "recommended (best lower confidence bound)" in show_remote.stdout
         # One configuration's measurements through the service: the local table too.
         config_args = ["history", "config", job["best"]["config_hash"][:12]]
-        config_remote = subprocess.run([sys.executable, "-m", "nictune", *config_args, "--server", server.url, "--token",
-                                        token], capture_output=True, text=True, timeout=180,
+        config_remote = subprocess.run([sys.executable, "-m", "nictune", *config_args, "--server", server.url,
+                                        "--token", token], capture_output=True, text=True, timeout=180,
                                        env=wide | {"NICTUNE_DB": "sqlite:////x/y.db"})
         config_local = subprocess.run([sys.executable, "-m", "nictune", *config_args], capture_output=True, text=True,
                                       timeout=180, env=wide | {"NICTUNE_DB": db_url})

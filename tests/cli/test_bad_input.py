@@ -31,6 +31,8 @@ HUGE = "99999999999999999999"  # beyond every database's INTEGER
         (["optimize", "-o", "throughput", "-b", "4", "--param", "surrogate=gp", "--param", "surrogate=tpe"],
          "--param surrogate given twice ('gp' and 'tpe')"),
         (["measure", "--set", "mtu=9000", "--set", "mtu=1500"], "--set mtu given twice ('9000' and '1500')"),
+        # An engine parameter's example is an engine parameter (it said "e.g. --param mtu=9000").
+        (["optimize", "-o", "throughput", "--param", "nonsense"], "expected NAME=VALUE, e.g. --param batch=4"),
         # An unknown workload is a typo, not an empty result.
         (["history", "--workload", "bogus"], "unknown workload 'bogus'"),
         (["history", "best", "-t", "sim:benson-40g", "-w", "nosuch", "-o", "throughput"], "unknown workload 'nosuch'"),

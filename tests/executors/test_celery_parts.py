@@ -24,7 +24,7 @@ from nictune.executors.worker import TrialTimeLimit, WorkerConfig, time_limit
 from nictune.measure._base import Sample, TrialResult
 from nictune.search_spaces import load_space
 
-from .support import REDIS_URL, delete_prefix, require_redis, running_worker, unique_prefix
+from .support import REDIS_URL, delete_prefix, require_redis, running_worker, start_worker, unique_prefix
 
 
 @pytest.fixture
@@ -134,6 +134,15 @@ def test_a_sim_worker_measures_what_the_local_executor_measures(redis_prefix: st
             bad = dict(request_for("simlab", 2).values) | {"mtu": 123}
             with pytest.raises(MeasurementError, match="mtu"):
                 executor.measure(request_for("simlab", 2, bad))
+            # The pool's model is known from its pinned fingerprint: what it ignores is named.
+            assert executor.ignored_knobs(load_space("benson-40g")) == ["tx_ring"]
+            # A second worker on the same testbed and pool would share the node name, and the
+            # two registry records would overwrite each other: it is refused.
+            twin = start_worker("sim:benson-40g", "simlab", env, tmp_path / "twin.log")
+            assert twin.process.wait(timeout=60) == 2
+            said = " ".join((tmp_path / "twin.log").read_text().split())
+            assert "worker nictune-simlab-sim-benson-40g@" in said and "is already running" in said, said
+            assert len(registry.workers("simlab")) == 1
     finally:
         factory.close()
         registry.close()

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import configparser
+import html
 import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ from nictune.export import (
     write_export,
 )
 from nictune.jobs import JobRunner, JobSpec, create_job, job_report
+from nictune.report import build_report
 from nictune.search_spaces import Family, load_space, space_from_dict
 from tests.report.conftest import Jobs
 
@@ -342,3 +346,21 @@ def test_an_export_of_a_job_that_did_not_finish_says_so(jobs: Jobs, tmp_path: Pa
     assert json.loads(render_json(src))["job_state"] == "cancelled"
     done = load_source(jobs.engine, jobs.ga)
     assert "did not finish" not in render_sysctl(done) and json.loads(render_json(done))["job_state"] == "completed"
+
+
+def test_what_a_job_said_about_its_model_reaches_history_report_and_exports(jobs: Jobs, tmp_path: Path) -> None:
+    """sim:benson-40g's model has no term for any knob of the nurika-pfring space: whatever the
+    job recommends is noise, and every account of the job says so, not only its first run."""
+    job = create_job(jobs.engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", space="nurika-pfring",
+                                          engine="random", budget=4, seed=2))
+    JobRunner(jobs.engine).run(job)
+    (notice,) = job_report(jobs.engine, job)["notices"]
+    assert notice.startswith("sim:benson-40g is a model with no term for nic1_mode, ")
+    src = load_source(jobs.engine, job)
+    assert f"# NOTE: {notice}" in render_sysctl(src)
+    assert json.loads(render_json(src))["notices"] == [notice]
+    report = build_report(jobs.engine, job, tmp_path / "report")
+    assert notice in report.notes and html.escape(notice) in report.html.read_text()
+    shown = subprocess.run([sys.executable, "-m", "nictune", "history", "show", str(job), "--db", jobs.url],
+                           capture_output=True, text=True, timeout=120, env=os.environ | {"COLUMNS": "300"})
+    assert shown.returncode == 0 and f"note: {notice}" in shown.stdout, shown
