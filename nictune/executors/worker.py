@@ -216,6 +216,17 @@ def register_measure_task(app: Celery, executor: LocalExecutor, state: WorkerSta
                 "redelivered": redelivered}
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` of this machine exists (a worker's node name includes the host)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def run_worker(cfg: WorkerConfig) -> int:
     """Open the testbed, join the pool, then consume the pool's queue until stopped.
 
@@ -246,6 +257,8 @@ def run_worker(cfg: WorkerConfig) -> int:
                               notices=list(executor.notices))
         registry = Registry(cfg.settings.backend_url(), cfg.settings.key_prefix)
         twin = next((w for w in registry.workers(cfg.pool) if w.worker_id == node), None)
+        if twin is not None and not _alive(twin.pid):
+            twin = None  # this worker's own predecessor, killed: its record has not expired yet
         if twin is not None:
             # Same node name: their registry records (and Celery's) would overwrite each other.
             raise InvalidInputError(

@@ -3,6 +3,7 @@ time limit, and a real worker process on a simulated testbed (the machine's Redi
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ from nictune.executors.celery_executor import CeleryExecutor, ExecutorFactory
 from nictune.executors.local import LocalExecutor
 from nictune.executors.registry import Registry, WorkerRecord
 from nictune.executors.wire import result_from_dict, result_to_dict
-from nictune.executors.worker import TrialTimeLimit, WorkerConfig, time_limit
+from nictune.executors.worker import TrialTimeLimit, WorkerConfig, time_limit, worker_id
 from nictune.measure._base import Sample, TrialResult
 from nictune.search_spaces import load_space
 
@@ -116,6 +117,12 @@ def test_a_sim_worker_measures_what_the_local_executor_measures(redis_prefix: st
     settings = CelerySettings()
     registry = Registry(REDIS_URL, redis_prefix)
     factory = ExecutorFactory(settings)
+    # The record of a killed predecessor (same node name, its process gone) that has not
+    # expired yet does not keep the worker from starting.
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    registry.publish(WorkerRecord(worker_id("simlab", "sim:benson-40g"), socket.gethostname(), gone.pid,
+                                  "sim:benson-40g", "simlab", "sim", {}, state="busy"), ttl_s=30)
     try:
         with running_worker("sim:benson-40g", "simlab", env, tmp_path / "w.log", registry):
             executor = factory("pool:simlab")
