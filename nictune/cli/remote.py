@@ -154,6 +154,12 @@ def history_best_remote(server: str, token: str | None, testbed: str, workload: 
                objective, simulated=bool(rows.get("simulated")) if isinstance(rows, dict) else False)
 
 
+def _measured(metrics: dict[str, Any] | None) -> dict[str, Any]:
+    """The API's metrics without its nulls, as the local rows hold them (a metric the testbed
+    does not measure is absent there)."""
+    return {k: v for k, v in (metrics or {}).items() if v is not None}
+
+
 def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A job and its trials through the API, in the shapes of ``job_report`` and
     ``trial_rows`` (what ``history show`` prints). The API has no per-trial cache
@@ -183,7 +189,7 @@ def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict
                   for f in job.get("front") or []],
     }
     rows = [{"number": t["number"], "state": t["state"], "source": t["source"], "config_hash": t["config_hash"],
-             "metrics": {k: v for k, v in (t.get("metrics") or {}).items() if v is not None},
+             "metrics": _measured(t.get("metrics")),
              "repeats": t.get("repeats"), "cached_from": None, "error": t.get("error")} for t in items]
     return report, rows
 
@@ -197,5 +203,5 @@ def configuration_remote(server: str, token: str | None, config_hash: str) -> di
     return {"config_hash": body["config_hash"], "config": body["config"], "measurements": [{
         "job_id": m["job_id"], "trial": m["trial_number"], "repeat": m["repeat"], "testbed": m["testbed"],
         "workload": m["workload"], "started_at": str(m["started_at"]),
-        "metrics": {k: v for k, v in (m.get("metrics") or {}).items() if v is not None},
+        "metrics": _measured(m.get("metrics")),
     } for m in body.get("measurements") or []]}

@@ -32,6 +32,7 @@ from nictune.executors.celery_app import MEASURE_TASK, POOL_PREFIX, CelerySettin
 from nictune.executors.local import LocalExecutor
 from nictune.executors.registry import Registry, WorkerRecord, now_iso
 from nictune.executors.wire import result_to_dict
+from nictune.measure.journal import pid_alive
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -216,17 +217,6 @@ def register_measure_task(app: Celery, executor: LocalExecutor, state: WorkerSta
                 "redelivered": redelivered}
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` of this machine exists (a worker's node name includes the host)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def run_worker(cfg: WorkerConfig) -> int:
     """Open the testbed, join the pool, then consume the pool's queue until stopped.
 
@@ -257,7 +247,7 @@ def run_worker(cfg: WorkerConfig) -> int:
                               notices=list(executor.notices))
         registry = Registry(cfg.settings.backend_url(), cfg.settings.key_prefix)
         twin = next((w for w in registry.workers(cfg.pool) if w.worker_id == node), None)
-        if twin is not None and not _alive(twin.pid):
+        if twin is not None and not pid_alive(twin.pid):  # the node name includes this host
             twin = None  # this worker's own predecessor, killed: its record has not expired yet
         if twin is not None:
             # Same node name: their registry records (and Celery's) would overwrite each other.

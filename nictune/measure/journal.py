@@ -137,12 +137,8 @@ class ReplayReport:
         return not self.errors and not self.skipped
 
 
-def _process_alive(record: dict[str, Any]) -> bool:
-    if record.get("hostname") != socket.gethostname():
-        return False
-    pid = record.get("pid")
-    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
-        return False
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this machine exists (signal 0: nothing is sent)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -150,6 +146,15 @@ def _process_alive(record: dict[str, Any]) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _process_alive(record: dict[str, Any]) -> bool:
+    if record.get("hostname") != socket.gethostname():
+        return False
+    pid = record.get("pid")
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
+        return False
+    return pid_alive(pid)
 
 
 def restore_record(record: dict[str, Any]) -> tuple[list[str], list[str]]:
