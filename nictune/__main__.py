@@ -1,5 +1,5 @@
 """``python -m nictune`` runs the CLI."""
 
-from nictune.cli.main import run
+from nictune.cli.entry import run
 
 run()

@@ -6,6 +6,7 @@ input (unknown name, invalid value, malformed file), 130 interrupted.
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 from collections.abc import Sequence
@@ -74,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         app(args=list(argv) if argv is not None else None, prog_name="nictune")
     except SystemExit as exc:  # Typer's own usage errors (exit 2), --help, typer.Exit
         code = exc.code
+        if code == 130 and _ctrl_c_in_typer(exc):
+            _interrupted()
         return code if isinstance(code, int) else (0 if code is None else 1)
     except InvalidInputError as exc:
         _print_error(_with_allowed(exc))
@@ -82,9 +85,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_error(str(exc))
         return 1
     except KeyboardInterrupt:
-        err_console.print("interrupted")
+        _interrupted()
         return 130
     return 0
+
+
+def _ctrl_c_in_typer(exc: SystemExit) -> bool:
+    """Whether Typer turned a Ctrl-C in a command into this exit 130, silently.
+
+    Typer catches a ``KeyboardInterrupt`` that a command let through (while it loads a
+    database, say) and exits 130 with nothing on stderr. The commands that handle Ctrl-C
+    themselves say so and exit with ``typer.Exit(130) from None``: no interrupt as cause.
+    """
+    raised = exc.__context__
+    return raised is not None and isinstance(raised.__cause__, KeyboardInterrupt)
+
+
+def _interrupted() -> None:
+    err_console.print("interrupted")
+
+
+class _AftermathOfCtrlC(logging.Filter):
+    """Drops SQLAlchemy's "Error closing cursor" when the cursor's query was cut short by
+    Ctrl-C: the cursor is closed after its database, and the log line came with two
+    tracebacks that are no news to someone who pressed Ctrl-C. Any other log passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not (record.name.startswith("sqlalchemy.pool") and record.getMessage() == "Error closing cursor"
+                    and error is not None and isinstance(error.__context__, KeyboardInterrupt))
 
 
 def _with_allowed(exc: InvalidInputError) -> str:
@@ -108,4 +137,7 @@ def _terminate(signum: int, frame: object) -> None:
 def run() -> None:
     """Console-script entry point."""
     signal.signal(signal.SIGTERM, _terminate)
+    # Logs of a command go to Python's last-resort handler (``serve`` configures its own).
+    if logging.lastResort is not None:
+        logging.lastResort.addFilter(_AftermathOfCtrlC())
     sys.exit(main())
