@@ -90,19 +90,29 @@ def show(
 
 @app.command("validate")
 def validate(path: Path = typer.Argument(..., help="YAML file of a search space.")) -> None:
-    """Check a space file. Exit 0 when valid, 2 naming the knob and field at fault otherwise."""
+    """Check a space file. Exit 0 when valid, 2 naming the knob and field at fault otherwise.
+
+    Every setting each knob stands for is checked as a measurement would check it before it
+    touches a host (sysctl keys, link attributes, ethtool fields, values); nothing is changed.
+    """
     if path.is_dir():
         raise InvalidInputError(f"{path} is a directory, not a space file", field="FILE",
                                 allowed="a YAML file such as 'nictune spaces show NAME --definition' prints")
     if not path.is_file():
         raise InvalidInputError(f"no such file: {path}", field="FILE", allowed="a readable YAML file")
+    from nictune.measure.appliers.registry import check_space
+
     space = load_space(str(path))
+    sim_only = check_space(space)
     size = space.size()
     console.print(Text.assemble(
         ("valid", "green"), f": space {space.name!r}, {len(space.knobs)} knobs, "
         f"{f'{size:,}' if size is not None else 'continuous'} configurations, "
         f"profiles: {', '.join(space.profile_names())}"
     ))
+    for why in dict.fromkeys(sim_only.values()):
+        knobs = ", ".join(name for name, reason in sim_only.items() if reason == why)
+        console.print(f"only simulated testbeds can set {knobs}: {why}")
 
 
 @app.command("probe")

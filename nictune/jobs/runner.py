@@ -31,6 +31,7 @@ from nictune.executors import Executor, LocalExecutor
 from nictune.jobs import warm
 from nictune.jobs.evaluate import JobContext, Race, TrialEvent, evaluate, remeasure, summary_of
 from nictune.measure._base import METRICS, UNMEASURED, Workload, ignored_knobs_notice
+from nictune.measure.appliers.registry import check_space
 from nictune.measure.workloads import get_workload
 from nictune.optimizer import ENGINES, OBJECTIVES, Goal, Score, make_engine
 from nictune.optimizer._base import Engine
@@ -167,6 +168,7 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
     with (executor_factory or _local_executor)(spec.testbed, spec.noise) as executor:
         _check_measurable(goal, executor)
         space = _load_space(spec.space, executor)
+        _check_settable(space, executor)
         # Fails early on unknown engines and bad parameters.
         make_engine(engine_name, space, seed=seed, params=dict(spec.engine_params),
                     start=_start_configs(space))
@@ -187,6 +189,27 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
                          "options": {"racing": spec.racing and len(goal.objectives) == 1,
                                      "warm_start": spec.warm_start}}
             return int(job.id)
+
+
+def _check_settable(space: SearchSpace, executor: Executor) -> None:
+    """On a real testbed, refuse a space whose knobs stand for settings no host would take
+    (a malformed sysctl key, a value out of range, a family only the simulator has), before
+    the job is stored: otherwise every trial would fail at its measurement's own check.
+
+    Raises:
+        InvalidInputError: naming ``space``, the knob and its value.
+    """
+    if executor.kind == "sim":
+        return
+    try:
+        sim_only = check_space(space)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"space {space.name!r}: {exc}", field="space", allowed=exc.allowed) from None
+    if sim_only:
+        name, why = next(iter(sim_only.items()))
+        raise InvalidInputError(f"space {space.name!r}: {executor.testbed} cannot set {', '.join(sim_only)} "
+                                f"({name}: {why}); only a simulated testbed can", field="space",
+                                allowed="a space without them (nictune spaces probe fits one to the testbed)")
 
 
 def _check_measurable(goal: Goal, executor: Executor) -> None:

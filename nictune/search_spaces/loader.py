@@ -106,6 +106,9 @@ def load_space(name_or_path: str) -> SearchSpace:
         text = (resources.files("nictune.search_spaces") / "builtin" / f"{name_or_path}.yaml").read_text()
         return space_from_yaml(text, source=f"built-in space {name_or_path!r}")
     path = Path(name_or_path)
+    if path.is_dir():
+        raise _fail(f"{path} is a directory, not a space file", field="space",
+                    allowed=f"a built-in space ({', '.join(builtin_names())}) or a YAML or JSON file")
     if path.is_file():
         try:
             raw = path.read_bytes()

@@ -45,6 +45,36 @@ def test_spaces_validate_exit_codes(tmp_path: Path) -> None:
     assert "knob 'mtu'" in res.stderr and "default" in res.stderr
     assert "Traceback" not in res.stderr + res.stdout
     assert run("spaces", "validate", str(tmp_path / "nope.yaml")).returncode == 2
+    directory = run("spaces", "validate", str(tmp_path))
+    assert directory.returncode == 2 and "is a directory, not a space file" in directory.stderr
+
+
+@pytest.mark.parametrize(("knob", "needle"), [
+    ({"type": "choice", "choices": [1, 2], "default": 1, "target": "net.core.$(id)"},
+     "knob 'k' = 1: sysctl key: value 'net.core.$(id)' is not allowed"),
+    ({"type": "int", "low": 1500, "high": 9000, "default": 1500, "family": "ip_link", "target": "mtu; reboot"},
+     "knob 'k' = 1500: ip_link target: value 'mtu; reboot' is not allowed; allowed: mtu, txqueuelen"),
+    ({"type": "int", "low": 0, "high": 2000000, "default": 1000, "family": "ip_link", "target": "txqueuelen"},
+     "knob 'k' = 2000000: txqueuelen: value 2000000 is not allowed; allowed: an integer from 0 to 1000000"),
+])
+def test_spaces_validate_checks_settings_as_a_measurement_would(tmp_path: Path, knob: dict[str, object],
+                                                                  needle: str) -> None:
+    """A target a host would refuse was accepted by `validate` and refused only when measured."""
+    path = tmp_path / "space.yaml"
+    path.write_text(yaml.safe_dump({"name": "s", "knobs": {"k": knob}}))
+    res = run("spaces", "validate", str(path))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert " ".join(res.stderr.split()).startswith(f"error: {needle}"), res.stderr
+
+
+def test_spaces_validate_names_the_knobs_only_a_simulator_sets() -> None:
+    res = run("spaces", "validate", "nictune/search_spaces/builtin/nurika-pfring.yaml")
+    assert res.returncode == 0, res.stderr
+    out = " ".join(res.stdout.split())
+    assert out.startswith("valid: space 'nurika-pfring'")
+    assert "only simulated testbeds can set nic1_mode," in out and "PF_RING is not part of the kernel" in out
+    linux = run("spaces", "validate", "nictune/search_spaces/builtin/linux-nic.yaml")
+    assert linux.returncode == 0 and "only simulated" not in linux.stdout
 
 
 def test_measure_json_reports_config_and_hash() -> None:

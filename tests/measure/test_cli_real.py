@@ -194,17 +194,32 @@ def test_short_optimize_on_veth_completes_and_finds_a_better_configuration(env: 
         assert cells and {row[column] for row in cells if len(row) > column} == {"-"}, shown.stdout
 
 
-@pytest.mark.parametrize(("goal", "allowed"), [
-    (["--objective", "interrupts"], "allowed: throughput, packet-rate, cpu, loss"),
-    (["--objective", "throughput", "--constraint", "interrupts_per_s<1000"], "allowed: constraints on throughput_gbps"),
+EVIL_SPACE = {"name": "evil", "knobs": {"probe": {"type": "choice", "choices": [1, 2], "default": 1,
+                                                  "target": "net.core.$(id)"}}}
+
+
+@pytest.mark.parametrize(("goal", "start", "allowed"), [
+    (["--objective", "interrupts"], "error: veth:{pair} cannot measure interrupts_per_",
+     "allowed: throughput, packet-rate, cpu, loss"),
+    (["--objective", "throughput", "--constraint", "interrupts_per_s<1000"],
+     "error: veth:{pair} cannot measure interrupts_per_", "allowed: constraints on throughput_gbps"),
+    # A space whose knobs a real host cannot take: every trial would have failed.
+    (["--objective", "throughput", "--space", "nurika-pfring"],
+     "error: space 'nurika-pfring': veth:{pair} cannot set nic1_mode, nic1_poll_ms", "only a simulated testbed can"),
+    (["--objective", "throughput", "--space", "{evil}"],
+     "error: space 'evil': knob 'probe' = 1: sysctl key: value 'net.core.$(id)' is not allowed",
+     r"allowed: a key matching ^net\.(core|ipv4|ipv6)\."),
 ])
-def test_a_goal_a_veth_pair_cannot_measure_is_refused_before_anything_is_stored(
-        pair: VethPair, env: dict[str, str], goal: list[str], allowed: str) -> None:
+def test_a_goal_or_space_a_veth_pair_cannot_measure_is_refused_before_anything_is_stored(
+        pair: VethPair, env: dict[str, str], tmp_path: Path, goal: list[str], start: str, allowed: str) -> None:
+    evil = tmp_path / "evil.json"
+    evil.write_text(json.dumps(EVIL_SPACE))
+    goal = [arg.replace("{evil}", str(evil)) for arg in goal]
     res = subprocess.run([sys.executable, "-m", "nictune", "optimize", "--testbed", f"veth:{pair.name}", *goal,
                           "--budget", "2"], env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 2, res
     message = " ".join(res.stderr.split())
-    assert message.startswith(f"error: veth:{pair.name} cannot measure interrupts_per_") and allowed in message, message
+    assert message.startswith(start.replace("{pair}", pair.name)) and allowed in message, message
     assert "Traceback" not in res.stderr and res.stdout == ""
     listed = subprocess.run([sys.executable, "-m", "nictune", "history", "--json"], env=env, capture_output=True,
                             text=True, timeout=60)

@@ -18,6 +18,7 @@ from nictune.measure.appliers.ip_link import IpLinkApplier
 from nictune.measure.appliers.qdisc import PlacementApplier, QdiscApplier
 from nictune.measure.appliers.sysctl import SysctlApplier
 from nictune.measure.validation import check_device
+from nictune.search_spaces import SearchSpace
 from nictune.search_spaces._base import Family, Setting
 
 #: Family -> the applier for it. Families missing here (module parameters, PF_RING, the
@@ -79,3 +80,33 @@ def validate_settings(settings: Iterable[Setting]) -> list[Setting]:
         applier.normalize(s)
         out.append(s)
     return out
+
+
+def check_space(space: SearchSpace) -> dict[str, str]:
+    """Check every setting each knob of ``space`` stands for as a measurement would, before
+    anything touches a host: its family, device, target and value (every listed value, or the
+    bounds and the default of a knob with too many to list).
+
+    Returns:
+        the knobs only the simulator can set (their family has no applier), with why.
+
+    Raises:
+        InvalidInputError: the first knob value whose setting a real host would refuse,
+            naming the knob, the value and the setting.
+    """
+    sim_only: dict[str, str] = {}
+    for name, knob in space.knobs.items():
+        values = knob.values()
+        if values is None:
+            values = list(dict.fromkeys([knob.default, knob.decode(0.0), knob.decode(1.0)]))
+        for value in values:
+            for setting in knob.to_settings(value):
+                if setting.family in UNSUPPORTED:
+                    sim_only.setdefault(name, UNSUPPORTED[setting.family])
+                    continue
+                try:
+                    validate_settings([setting])
+                except InvalidInputError as exc:
+                    raise InvalidInputError(f"knob {name!r} = {value!r}: {exc}", field=f"knobs.{name}",
+                                            allowed=exc.allowed) from None
+    return sim_only
