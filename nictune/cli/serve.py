@@ -139,6 +139,15 @@ def serve(
     overrides |= {k: v for k, v in (("executor", executor), ("broker_url", broker), ("result_backend", result_backend))
                   if v is not None}
     settings = ApiSettings(**overrides)  # type: ignore[arg-type]
+    pools = [name for name in settings.testbeds if name.startswith("pool:")]
+    if pools and settings.executor != "celery":
+        from nictune.errors import InvalidInputError
+
+        raise InvalidInputError(
+            f"--allow-testbed {pools[0]}: a pool's jobs go to its workers, which only --executor celery "
+            f"reaches (this service would measure with {settings.executor!r} and refuse every such job)",
+            field="--allow-testbed", allowed="veth, veth:NAME or a pair YAML file with --executor local; "
+            "pool:NAME with --executor celery")
     if not _is_loopback(settings.host):
         err_console.print(Text.assemble(("warning:", "yellow"), f" listening on {settings.host}: the service speaks "
                                         "plain HTTP; put it behind a TLS proxy before exposing it"), highlight=False)

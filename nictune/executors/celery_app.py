@@ -33,7 +33,8 @@ POOL_PREFIX = "pool:"
 POOL_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,47}$")
 
 
-def _hide_password(url: str) -> str:
+def hide_password(url: str) -> str:
+    """``url`` with any password replaced by ``**`` (for messages and the registry)."""
     from kombu.utils.url import maybe_sanitize_url
 
     return str(maybe_sanitize_url(url))
@@ -67,7 +68,7 @@ class CelerySettings(BaseSettings):
 
     def broker_label(self) -> str:
         """The broker URL with any password hidden, for messages and the worker registry."""
-        return _hide_password(self.broker_url)
+        return hide_password(self.broker_url)
 
     def backend_url(self) -> str:
         """The result backend (and registry) URL.
@@ -78,7 +79,7 @@ class CelerySettings(BaseSettings):
         url = self.result_backend or self.broker_url
         if not url.startswith(("redis://", "rediss://", "unix://")):
             raise InvalidInputError(
-                f"the result backend must be Redis (it also holds the worker registry), got {_hide_password(url)!r}",
+                f"the result backend must be Redis (it also holds the worker registry), got {hide_password(url)!r}",
                 field="result_backend", allowed="redis://HOST:PORT/DB (set NICTUNE_RESULT_BACKEND)")
         return url
 

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nictune.errors import InvalidInputError, StorageError
+from nictune.executors.celery_app import hide_password
 
 
 class RegistryError(StorageError):
@@ -103,6 +104,7 @@ class Registry:
         self._redis = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5,
                                            decode_responses=True)
         self.prefix = prefix
+        self.label = hide_password(url)
 
     def _worker_key(self, worker_id: str) -> str:
         return f"{self.prefix}registry:worker:{worker_id}"
@@ -116,7 +118,7 @@ class Registry:
         try:
             return fn(*args, **kwargs)
         except redis.RedisError as exc:
-            raise RegistryError(f"worker registry: cannot {what}: {exc}") from exc
+            raise RegistryError(f"worker registry at {self.label}: cannot {what}: {exc}") from exc
 
     # ---------------------------------------------------------------- workers
     def publish(self, record: WorkerRecord, ttl_s: float) -> None:

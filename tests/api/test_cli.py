@@ -92,3 +92,9 @@ def test_serve_startup_failures_are_one_line_before_anything_listens(tmp_path: P
         refused = _serve(tmp_path, "--port", free, "--allow-testbed", name)
         assert refused.returncode == 2, (name, refused.stderr)
         assert refused.stderr.startswith(f"error: --allow-testbed {name!r}") and needle in refused.stderr
+    # A pool is measured by its workers, which only the Celery executor reaches: with the local
+    # one every job on it would be refused at submission.
+    pool = _serve(tmp_path, "--port", free, "--allow-testbed", "pool:lab")
+    assert pool.returncode == 2 and "Traceback" not in pool.stderr
+    assert pool.stderr.startswith("error: --allow-testbed pool:lab: a pool's jobs go to its workers, which only "
+                                  "--executor celery reaches"), pool.stderr

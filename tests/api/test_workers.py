@@ -31,7 +31,13 @@ def test_workers_and_pools_come_from_the_registry(make_api: AppFactory, monkeypa
     try:
         registry.join(record, simulated=False, default_space="veth")
         registry.publish(record, ttl_s=30)
-        with make_api(executor="celery", broker_url=REDIS_URL, testbeds=["pool:nobody"]) as api:
+        with make_api(executor="celery", broker_url=REDIS_URL, testbeds=["pool:nobody", "pool:lab"]) as api:
+            # The catalogue names the pools as pools, described by their pinned record.
+            listed = {t["name"]: t for t in api.get("/v1/testbeds").json()["available"]}
+            assert listed["pool:lab"]["kind"] == "pool" and listed["pool:lab"]["default_space"] == "veth"
+            assert listed["pool:lab"]["simulated"] is False and "veth pair" in listed["pool:lab"]["description"]
+            assert listed["pool:nobody"]["kind"] == "pool" and listed["pool:nobody"]["default_space"] is None
+            assert "none has joined it yet" in listed["pool:nobody"]["description"]
             body = api.get("/v1/workers").json()
             assert body["executor"] == "celery"
             (worker,) = body["workers"]
@@ -49,10 +55,13 @@ def test_workers_and_pools_come_from_the_registry(make_api: AppFactory, monkeypa
 
 
 def test_an_unreachable_registry_is_503(make_api: AppFactory) -> None:
-    with make_api(executor="celery", broker_url="redis://127.0.0.1:1/0") as api:
+    with make_api(executor="celery", broker_url="redis://127.0.0.1:1/0", testbeds=["pool:lab"]) as api:
         response = api.get("/v1/workers")
         assert response.status_code == 503, response.text
-        assert "worker registry" in response.json()["message"]
+        assert "worker registry at redis://127.0.0.1:1/0" in response.json()["message"]
+        # The catalogue still answers; it cannot say what the pool's workers measure.
+        listed = {t["name"]: t for t in api.get("/v1/testbeds").json()["available"]}
+        assert listed["pool:lab"]["kind"] == "pool" and listed["pool:lab"]["default_space"] is None
 
 
 def test_a_waiting_job_can_be_cancelled_and_its_request_is_withdrawn(
