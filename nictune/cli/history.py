@@ -84,7 +84,7 @@ def jobs(
     dbe = open_db(db_url, must_exist=True)
     with db.session_scope(dbe) as s:
         rows: list[dict[str, Any]] = [{
-            "job_id": j.id, "state": j.state, "created_at": j.created_at.isoformat(),
+            "job_id": j.id, "id": j.id, "state": j.state, "created_at": j.created_at.isoformat(),
             "testbed": j.testbed.name, "simulated": j.testbed.kind == "sim", "workload": j.workload.name,
             "objectives": list(j.objectives), "constraints": list(j.constraints), "engine": j.engine,
             "budget": j.budget, "trials": len(j.trials), "stats": dict(j.stats or {}),
@@ -221,6 +221,7 @@ def best_configurations(dbe: Any, testbed: str, workload: str, goal: Goal, top: 
         return [{
             "config_hash": r.config.hash, "config": json.loads(r.config.canonical), "metrics": r.candidate.metrics,
             "value": goal.objective.value(r.candidate.metrics),
+            "objective_value": goal.objective.value(r.candidate.metrics),  # the service's key
             "interval": r.interval.as_dict() | {"noise_cv": r.noise.cv}, "feasible": r.score.feasible,
             "measurements": r.candidate.measurements, "jobs": r.jobs,
         } for r in ranked_rows(s, policy, chosen)]

@@ -211,6 +211,7 @@ def _json_result(report: dict[str, Any]) -> dict[str, Any]:
     best, default = report.get("best"), report.get("default")
     return {
         "job_id": report["job_id"],
+        "id": report["job_id"],  # the key the service's document (optimize --server --json) uses
         "state": report["state"],
         "testbed": report["testbed"],
         "simulated": report["simulated"],
@@ -243,6 +244,7 @@ def _json_result(report: dict[str, Any]) -> dict[str, Any]:
         "warm_start": _warm_summary(report.get("warm_start")),
         "engine_done_at": report.get("engine_done_at"),
         "front": [_front_row(row) for row in report.get("front") or []],
+        "notices": report.get("notices", []),
     }
 
 

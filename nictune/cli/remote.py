@@ -69,7 +69,7 @@ def optimize_remote(server: str, token: str | None, fields: dict[str, Any], json
             raise typer.Exit(130) from None
         final = client.get_job(job_id)
     if json_out:
-        print_json(final)
+        print_json({"job_id": final["id"], **final})  # both keys, as the local document has them
     else:
         _print_remote_result(final, objective.label)
     if final.get("state") != "completed":  # cancelled or failed on the service: not a success for a script
@@ -121,7 +121,7 @@ def history_remote(server: str, token: str | None, query: dict[str, Any], json_o
         page = client.list_jobs(**{k: v for k, v in query.items() if v is not None})
     items = page.get("items", page) if isinstance(page, dict) else page
     if json_out:
-        print_json(items)
+        print_json([{"job_id": j["id"], **j} for j in items])  # both keys, as `history --json` has them
         return
     print_jobs(f"jobs on {server} (newest first)", [_job_row(j) for j in items],
                filtered=any(v is not None for k, v in query.items() if k != "limit"))
@@ -148,7 +148,7 @@ def history_best_remote(server: str, token: str | None, testbed: str, workload: 
                                    top=top)
     items = rows.get("items", rows) if isinstance(rows, dict) else rows
     if json_out:
-        print_json(items)
+        print_json([{"value": row.get("objective_value"), **row} for row in items])  # and the local key
         return
     print_best(items, f"best {get_objective(objective).label} on {testbed}, workload {workload} (from {server})",
                objective, simulated=bool(rows.get("simulated")) if isinstance(rows, dict) else False)

@@ -36,6 +36,12 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         listed = cli("history", "--server", server.url, "--token", token, "--json", env_db=db_url)
         assert listed.returncode == 0, listed.stderr
         assert [j["id"] for j in json.loads(listed.stdout)] == [job["id"]]
+        # A script reads the same keys locally and through the service (the service says `id`,
+        # the local commands said `job_id`; `objective_value` and `value` likewise).
+        assert job["job_id"] == job["id"] and [j["job_id"] for j in json.loads(listed.stdout)] == [job["id"]]
+        listed_here = subprocess.run([sys.executable, "-m", "nictune", "history", "--json"], capture_output=True,
+                                     text=True, timeout=180, env={**os.environ, "NICTUNE_DB": db_url})
+        assert [(j["id"], j["job_id"]) for j in json.loads(listed_here.stdout)] == [(job["id"], job["id"])]
         # The table through the service is the local one (but for its title).
         wide = {**os.environ, "COLUMNS": "200"}
         remote = subprocess.run([sys.executable, "-m", "nictune", "history", "--server", server.url, "--token", token],
@@ -89,6 +95,12 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
                    "--server", server.url, "--token", token, "--json", env_db=db_url)
         assert best.returncode == 0, best.stderr
         assert json.loads(best.stdout)[0]["config_hash"] == job["best"]["config_hash"]
+        best_here = subprocess.run([sys.executable, "-m", "nictune", "history", "best", "-t", "sim:benson-40g", "-w",
+                                    "tcp", "-o", "throughput", "--top", "1", "--json"], capture_output=True, text=True,
+                                   timeout=180, env={**os.environ, "NICTUNE_DB": db_url})
+        (there,), (here,) = json.loads(best.stdout), json.loads(best_here.stdout)
+        assert there["value"] == there["objective_value"] and here["value"] == here["objective_value"]
+        assert here["config_hash"] == there["config_hash"] and here["value"] == pytest.approx(there["value"])
         bad = cli("optimize", "--objective", "throughput", "--budget", "-3", "--server", server.url, "--token", token,
                   env_db=db_url)
         assert bad.returncode == 2 and "budget" in bad.stderr and "Traceback" not in bad.stderr
@@ -102,6 +114,14 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
                      "--server", server.url, "--token", token, "--json", env_db=db_url)
         assert custom.returncode == 0, custom.stderr
         assert json.loads(custom.stdout)["space"] == "my-benson"
+    # The local document has the service's `id` and `notices` too.
+    here = subprocess.run([sys.executable, "-m", "nictune", "optimize", "--objective", "throughput", "--budget", "2",
+                           "--json"], capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "NICTUNE_DB": db_url})
+    assert here.returncode == 0, here.stderr
+    local_job = json.loads(here.stdout)
+    assert local_job["id"] == local_job["job_id"] and local_job["id"] > job["id"]
+    assert any("no term for tx_ring" in n for n in local_job["notices"]), local_job["notices"]
 
 
 def test_ctrl_c_stops_following_a_server_job_and_says_it_goes_on(db_url: str, tmp_path: Path) -> None:
