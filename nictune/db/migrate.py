@@ -8,7 +8,10 @@ interrupted upgrade leaves the previous schema in place.
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
@@ -75,6 +78,20 @@ def _lock(connection: Connection) -> None:
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK_KEY})
 
 
+@contextmanager
+def _quiet_alembic() -> Iterator[None]:
+    """Alembic logs "Context impl SQLiteImpl." and "Will assume non-transactional DDL." at
+    INFO each time it looks at a database: noise in a service's log when nothing migrates.
+    Its "Running upgrade" lines still come through. Callers hold ``_ALEMBIC_LOCK``."""
+    logger = logging.getLogger("alembic.runtime.migration")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def upgrade(target: str | URL | Engine | None = None, revision: str = "head") -> str | None:
     """Upgrade the schema at ``target`` to ``revision``; a no-op when it is already there.
 
@@ -98,6 +115,10 @@ def upgrade(target: str | URL | Engine | None = None, revision: str = "head") ->
             engine.begin() as connection,
         ):
             _lock(connection)
+            with _quiet_alembic():
+                current = MigrationContext.configure(connection).get_current_revision()
+            if revision == "head" and current == head_revision():
+                return current  # nothing to do, and nothing to log at every start
             config = alembic_config()
             config.attributes["connection"] = connection
             try:
@@ -107,7 +128,8 @@ def upgrade(target: str | URL | Engine | None = None, revision: str = "head") ->
                     f"cannot upgrade the database schema to {revision!r}: {exc} "
                     "(was the database written by a newer nictune?)"
                 ) from exc
-            return MigrationContext.configure(connection).get_current_revision()
+            with _quiet_alembic():
+                return MigrationContext.configure(connection).get_current_revision()
     finally:
         if owned:
             engine.dispose()

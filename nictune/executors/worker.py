@@ -263,10 +263,12 @@ def run_worker(cfg: WorkerConfig) -> int:
 
         def on_ready(**_: Any) -> None:
             ready_state.update(state="idle")
-            # The operator's sign of life (Celery itself is quiet at the default log level).
+            # The operator's sign of life (Celery itself is quiet at the default log level). To
+            # the process's own stderr: Celery redirects sys.stderr to a logger by now, and the
+            # line came out as "WARNING celery.redirected: ...".
             print(f"nictune worker {node}: ready, measuring on {executor.testbed} for pool:{cfg.pool} "
                   f"(broker {broker}); Ctrl-C stops it",
-                  file=sys.stderr, flush=True)
+                  file=sys.__stderr__ or sys.stderr, flush=True)
 
         def on_stopping(**_: Any) -> None:
             ready_state.update(state="stopping")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import subprocess
@@ -47,15 +48,21 @@ def test_open_database_creates_the_schema_at_head(db_url: str) -> None:
         engine.dispose()
 
 
-def test_upgrading_again_is_a_no_op_that_keeps_data(db_url: str) -> None:
+def test_upgrading_again_is_a_no_op_that_keeps_data(db_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="alembic")
     engine = open_database(db_url)
     try:
+        assert any(r.getMessage().startswith("Running upgrade") for r in caplog.records)
         with session_scope(engine) as s:
             workload_id = add_workload(s).id
 
+        caplog.clear()
         assert upgrade(db_url) == head_revision()
         assert upgrade(engine) == head_revision()
         open_database(db_url).dispose()
+        # Nothing to migrate, nothing logged (a service logged Alembic's two context lines
+        # at every start, for each time it opened its database).
+        assert [r.getMessage() for r in caplog.records if r.name.startswith("alembic")] == []
 
         with session_scope(engine) as s:
             assert s.get(Workload, workload_id) is not None

@@ -136,7 +136,9 @@ def test_a_sim_worker_measures_what_the_local_executor_measures(redis_prefix: st
             assert executor.measure(request_for("simlab", 1)).samples == remote.samples
             assert registry.workers("simlab")[0].measured == 1
             ready = (tmp_path / "w.log").read_text()
-            assert f"ready, measuring on sim:benson-40g for pool:simlab (broker {REDIS_URL})" in ready
+            ready_line = next(line for line in ready.splitlines() if "ready, measuring on" in line)
+            assert ready_line.startswith(f"nictune worker nictune-simlab-sim-benson-40g@{socket.gethostname()}: "
+                                         f"ready, measuring on sim:benson-40g for pool:simlab (broker {REDIS_URL})")
             # Values are validated again on the worker: a bad one fails the measurement only.
             bad = dict(request_for("simlab", 2).values) | {"mtu": 123}
             with pytest.raises(MeasurementError, match="mtu"):
