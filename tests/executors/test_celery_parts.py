@@ -3,6 +3,7 @@ time limit, and a real worker process on a simulated testbed (the machine's Redi
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -96,6 +97,14 @@ def test_a_pool_keeps_one_fingerprint(redis_prefix: str) -> None:
         assert [w.worker_id for w in registry.workers("lab")] == ["w1@h"]
         time.sleep(1.3)
         assert registry.workers("lab") == []  # no heartbeat: gone
+        # The pool stays pinned: `nictune workers` says so (it showed only "no live worker").
+        listed = subprocess.run([sys.executable, "-m", "nictune", "workers", "--broker", REDIS_URL],
+                                capture_output=True, text=True, timeout=60,
+                                env={**os.environ, "NICTUNE_KEY_PREFIX": redis_prefix, "COLUMNS": "200"})
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.splitlines() == [
+            "no live worker (celery executor)",
+            "pool:lab: veth pair, default space veth, no live worker: a job on it waits (pinned by w1@h)"]
     finally:
         registry.close()
 
