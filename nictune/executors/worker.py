@@ -217,6 +217,19 @@ def register_measure_task(app: Celery, executor: LocalExecutor, state: WorkerSta
                 "redelivered": redelivered}
 
 
+def _quiet_root_warning() -> None:
+    """Celery warns a worker running as root ("absolutely not recommended"). A measurement
+    worker is root on purpose: it changes NIC and kernel settings of its pair. It accepts JSON
+    only, so Celery's refusal for root (pickle) does not apply; the warning told the operator
+    nothing they could act on."""
+    import warnings
+
+    from celery.exceptions import SecurityWarning
+
+    warnings.filterwarnings("ignore", message="You're running the worker with superuser privileges",
+                            category=SecurityWarning)
+
+
 def run_worker(cfg: WorkerConfig) -> int:
     """Open the testbed, join the pool, then consume the pool's queue until stopped.
 
@@ -275,6 +288,7 @@ def run_worker(cfg: WorkerConfig) -> int:
 
         signals.worker_ready.connect(on_ready, weak=False)
         signals.worker_shutting_down.connect(on_stopping, weak=False)
+        _quiet_root_warning()
         worker = app.Worker(hostname=node, queues=[queue_name(cfg.pool)], pool="solo", concurrency=1,
                             prefetch_multiplier=1, loglevel=cfg.loglevel, without_gossip=True,
                             without_mingle=True, without_heartbeat=True, quiet=True, optimization="fair")
