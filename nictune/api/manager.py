@@ -271,12 +271,15 @@ class JobManager:
         Several measurements of a batch may wait at once: the job is ``waiting`` while any does.
         """
         with self._cond:
+            before = self._waiting.get(job_id)
             count = self._wait_counts.get(job_id, 0) + (1 if message is not None else -1)
             self._wait_counts[job_id] = max(count, 0)
             if message is not None:
                 self._waiting[job_id] = message
             elif count <= 0:
                 self._waiting.pop(job_id, None)
+            reason = self._waiting.get(job_id)
+            reason_changed = reason != before
             wanted = "waiting" if count > 0 else "running"
             stop = self._stops.get(job_id)
             if wanted == "running" and stop is not None and stop.is_set():
@@ -284,7 +287,12 @@ class JobManager:
         # Only the state column: the runner owns ``stats`` and writes it concurrently.
         with db.session_scope(self.dbe) as s:
             job = db.get_job(s, job_id)
-            if job.state not in ("running", "waiting") or job.state == wanted:
+            if job.state not in ("running", "waiting"):
+                return
+            if job.state == wanted:
+                if wanted == "waiting" and reason_changed:  # still waiting, for something else now
+                    log.info("job %s: %s", job_id, reason)
+                    self.notifier.notify(job_id)
                 return
             job.state = wanted  # started_at stays: the job never stopped
         log.info("job %s: %s", job_id, message or "a worker is back: running")

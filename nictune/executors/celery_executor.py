@@ -144,10 +144,12 @@ class CeleryExecutor(Executor):
                     last_check = now
                     reason = self._waiting_for(self._live(), request.key, now - sent)
                     if reason != waiting:
-                        if waiting is not None:
-                            self._tell(request.job_id, None)
+                        # The new reason first: a job whose reason changes (no worker, then a
+                        # broker mismatch) stays waiting rather than flipping to running between.
                         if reason is not None:
                             self._tell(request.job_id, reason)
+                        if waiting is not None:
+                            self._tell(request.job_id, None)
                         waiting = reason
                     if self._stop.is_set():
                         # Withdraw first, then look: a worker publishes a request as its

@@ -79,6 +79,14 @@ def test_a_waiting_job_can_be_cancelled_and_its_request_is_withdrawn(
         with make_api(executor="celery", testbeds=["pool:simw"]) as api:
             job_id = submit(api, testbed="pool:simw", budget=3)["id"]
             assert wait_for(api, job_id, {"waiting"})["progress"]["done"] == 0
+            # A new reason, told through the executors' wait hook before the old one ends: the
+            # job stays waiting and shows the new reason.
+            manager = api.app.state.manager  # type: ignore[attr-defined]
+            other = "waiting for a worker on pool simw: another reason"
+            manager._on_wait(job_id, other)
+            manager._on_wait(job_id, None)
+            job = api.get(f"/v1/jobs/{job_id}").json()
+            assert (job["state"], job["waiting_for"]) == ("waiting", other)
             assert api.post(f"/v1/jobs/{job_id}/cancel").status_code in (200, 202)
             assert wait_for(api, job_id)["state"] == "cancelled"
             # Nothing was measured: the trial that waited is left out, or (the job loop's choice)

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -164,4 +165,48 @@ def test_a_sim_worker_measures_what_the_local_executor_measures(redis_prefix: st
             assert len(registry.workers("simlab")) == 1
     finally:
         factory.close()
+        registry.close()
+
+
+class _Pending:
+    """A task result that becomes ready once ``ready_at`` (monotonic) has passed."""
+
+    state = "SUCCESS"
+
+    def __init__(self, ready_at: float):
+        self.ready_at = ready_at
+        self.result = {"ok": True}
+
+    def ready(self) -> bool:
+        return time.monotonic() >= self.ready_at
+
+
+def test_a_changed_waiting_reason_does_not_flip_the_job_to_running(redis_prefix: str) -> None:
+    """No live worker, then one on another broker: the job is told the new reason before the
+    old one ends, so it stays waiting (it flipped to running and back for a moment)."""
+    registry = Registry(REDIS_URL, redis_prefix)
+    told: list[str | None] = []
+    try:
+        record = WorkerRecord("w1@h", "h", os.getpid(), "sim:benson-40g", "lab", "sim", {}, state="idle",
+                              broker="redis://elsewhere:6379/0")
+        registry.join(record, simulated=True, default_space="benson-40g")
+        executor = CeleryExecutor("lab", app=None, registry=registry, on_wait=lambda _job, m: told.append(m),  # type: ignore[arg-type]
+                                  poll_s=0.05, broker=REDIS_URL, stale_s=1.5)
+        start = time.monotonic()
+        joiner = threading.Timer(1.2, lambda: registry.publish(record, ttl_s=30))
+        joiner.start()
+        try:
+            assert executor._wait(_Pending(start + 4.5), request_for("lab", 1)) == {"ok": True}
+        finally:
+            joiner.cancel()
+        reasons = [m for m in told if m is not None]
+        assert reasons[0] == "waiting for a worker on pool lab", told
+        assert "take requests from redis://elsewhere:6379/0" in reasons[-1], told
+        # The running count never reaches 0 before the end: no flip to running in between.
+        count = 0
+        for message in told[:-1]:
+            count += 1 if message is not None else -1
+            assert count > 0, told
+        assert told[-1] is None and count - 1 == 0, told
+    finally:
         registry.close()
