@@ -759,11 +759,13 @@ def write_csv(rows: list[dict[str, Any]], out: Path) -> Path:
             w.writerow({k: r[k] for k in keys})
     with (out / "curves.csv").open("w", newline="") as fh:
         w2 = csv.writer(fh)
-        w2.writerow(["scenario", "contender", "seed_index", "evaluation", "quality"])
+        # The seed itself: runs finish in any order (a pool of workers), so a position in
+        # the list named a different seed from one run of the bench to the next.
+        w2.writerow(["scenario", "contender", "seed", "evaluation", "quality"])
         for r in rows:
-            for s, curve in enumerate(r["_curves"]):
+            for seed, curve in sorted(zip(r["_seeds"], r["_curves"], strict=True)):
                 for i, q in enumerate(curve):
-                    w2.writerow([r["scenario"], r["contender"], s, i + 1, f"{q:.5f}"])
+                    w2.writerow([r["scenario"], r["contender"], seed, i + 1, f"{q:.5f}"])
     return path
 
 

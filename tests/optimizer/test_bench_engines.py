@@ -49,9 +49,9 @@ def test_ofat_comparison_is_taken_at_ofats_own_budget_in_each_seed() -> None:
 def test_quick_benchmark_prints_a_table_and_writes_csv_and_plot(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     module = _bench()
-    code = module.main(["--quick", "--seeds", "1", "--budget", "20", "--scenarios", "benson-tcp",
+    code = module.main(["--quick", "--seeds", "2", "--budget", "20", "--scenarios", "benson-tcp",
                         "--contenders", "bayes,random,optuna-tpe", "--optimum-evals", "300",
-                        "--workers", "1", "--out", str(tmp_path)])
+                        "--workers", "2", "--out", str(tmp_path)])
     assert code == 0
     out = capsys.readouterr().out
     assert "== benson-tcp" in out and "optuna-tpe" in out and "to 99%" in out and "95% CI" in out
@@ -62,6 +62,10 @@ def test_quick_benchmark_prints_a_table_and_writes_csv_and_plot(tmp_path: Path,
     bayes = next(r for r in rows if r["contender"] == "bayes")
     assert float(bayes["q20"]) == pytest.approx(1.0, abs=1e-6)
     assert bayes["within2_at20_ci95"].startswith("(")  # the share's interval is in the CSV too
+    # Each convergence curve is named by its seed (runs finish in any order in the pool).
+    curves = list(csv.DictReader((tmp_path / "curves.csv").open()))
+    for contender in ("bayes", "random", "optuna-tpe"):
+        assert [r["seed"] for r in curves if r["contender"] == contender] == ["0"] * 20 + ["1"] * 20
 
 
 def test_the_job_procedure_measures_each_configuration_once_and_keeps_four_measurements_for_the_end() -> None:
