@@ -103,17 +103,17 @@ def workers(
             table.add_row(w["worker_id"], w["pool"], w["testbed"], w["state"], trial, str(w.get("measured", 0)),
                           w.get("broker") or "-", str(w.get("heartbeat_at", "")))
         console.print(table)
-    for line in pool_lines(body.get("pools", [])):
+    for line in _pool_lines(body.get("pools", [])):
         console.print(line, highlight=False)
 
 
-def pool_lines(pools: list[dict[str, object]]) -> list[str]:
+def _pool_lines(pools: list[dict[str, Any]]) -> list[str]:
     """One line per pinned pool: what its workers measure and how many are live (a pool
     whose workers are all gone is still pinned, and a job on it waits)."""
     out = []
     for p in pools:
         what = "simulated pair" if p.get("simulated") else f"{p.get('kind')} pair"
-        live, busy = int(str(p.get("live_workers") or 0)), int(str(p.get("busy_workers") or 0))
+        live, busy = int(p.get("live_workers") or 0), int(p.get("busy_workers") or 0)
         workers = f"{live} live worker(s), {busy} busy" if live else "no live worker: a job on it waits"
         out.append(f"pool:{p['pool']}: {what}, default space {p.get('default_space')}, {workers} "
                    f"(pinned by {p.get('pinned_by')})")
