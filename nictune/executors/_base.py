@@ -123,6 +123,12 @@ class Executor(ABC):
         :meth:`~nictune.measure.Testbed.ignored_knobs`)."""
         return []
 
+    def unsupported_knobs(self, space: SearchSpace) -> dict[str, str]:
+        """Knobs of ``space`` the testbed's hosts cannot set, with the reason (see
+        :meth:`~nictune.measure.Testbed.unsupported_knobs`); none where the executor cannot
+        reach the hosts to ask."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the executor holds."""
 

@@ -39,6 +39,10 @@ class LocalExecutor(Executor):
     def ignored_knobs(self, space: SearchSpace) -> list[str]:
         return self._bed.ignored_knobs(space)
 
+    def unsupported_knobs(self, space: SearchSpace) -> dict[str, str]:
+        with self._lock:
+            return self._bed.unsupported_knobs(space)
+
     def measure(self, request: MeasureRequest) -> TrialResult:
         space, config = request.configuration()
         with self._lock:

@@ -169,6 +169,7 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
         _check_measurable(goal, executor)
         space = _load_space(spec.space, executor)
         _check_settable(space, executor)
+        _check_supported(space, executor, spec.space)
         # Fails early on unknown engines and bad parameters.
         make_engine(engine_name, space, seed=seed, params=dict(spec.engine_params),
                     start=_start_configs(space))
@@ -210,6 +211,28 @@ def _check_settable(space: SearchSpace, executor: Executor) -> None:
         raise InvalidInputError(f"space {space.name!r}: {executor.testbed} cannot set {', '.join(sim_only)} "
                                 f"({name}: {why}); only a simulated testbed can", field="space",
                                 allowed="a space without them (nictune spaces probe fits one to the testbed)")
+
+
+def _check_supported(space: SearchSpace, executor: Executor, given: str | Mapping[str, Any] | None) -> None:
+    """Refuse a space with knobs the testbed's hosts cannot set (coalescing or rings on a
+    veth pair), probed before the job is stored: otherwise every trial would fail applying
+    them.
+
+    Raises:
+        InvalidInputError: naming ``space``, the knobs and the first one's reason.
+    """
+    unsupported = executor.unsupported_knobs(space)
+    if not unsupported:
+        return
+    name, why = next(iter(unsupported.items()))
+    source = given if isinstance(given, str) else "FILE.yaml" if given is not None else space.name
+    raise InvalidInputError(
+        f"space {space.name!r}: {executor.testbed} cannot set {', '.join(unsupported)} "
+        f"({name}: {why.split('; ')[0]})",
+        field="space",
+        allowed=f"a space its hosts support: {executor.default_space()!r}, or the one "
+                f"'nictune spaces probe --testbed {executor.testbed} --space {source} --out FITTED.yaml' writes",
+    )
 
 
 def _check_measurable(goal: Goal, executor: Executor) -> None:

@@ -136,6 +136,11 @@ class Testbed(ABC):
         """
         return []
 
+    def unsupported_knobs(self, space: SearchSpace) -> dict[str, str]:
+        """Knobs of ``space`` this testbed's hosts cannot set, each with the reason, found
+        without changing anything. A model sets every knob of its spaces: none."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the testbed holds (namespaces it created, connections)."""
 

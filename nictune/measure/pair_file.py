@@ -32,8 +32,10 @@ from nictune.measure.fingerprint import host_fingerprint
 from nictune.measure.hosts import Host, LocalHost, NetnsHost, SshHost
 from nictune.measure.iperf3 import Endpoints
 from nictune.measure.journal import Journal
+from nictune.measure.probe_space import unsupported_knobs
 from nictune.measure.transaction import Trial
 from nictune.measure.validation import check_device, check_int, check_token
+from nictune.search_spaces import SearchSpace
 from nictune.search_spaces._base import Setting
 
 _SSH_URL = re.compile(
@@ -280,6 +282,10 @@ class SshPairTestbed(Testbed):
     def default_space(self) -> str:
         """``linux-nic``: the generic space for a Linux host with a real NIC."""
         return "linux-nic"
+
+    def unsupported_knobs(self, space: SearchSpace) -> dict[str, str]:
+        """Probed on both hosts (:func:`~nictune.measure.probe_space.unsupported_knobs`)."""
+        return unsupported_knobs(space, self.endpoints())
 
     def measure(
         self, settings: list[Setting], workload: Workload, repeats: int, seed: int

@@ -79,11 +79,12 @@ def _current_value(knob: Knob, ends: Endpoints) -> Value | None:
     return None
 
 
-def probe_space(space: SearchSpace, ends: Endpoints) -> tuple[dict[str, Any], list[KnobProbe]]:
-    """A copy of ``space``'s definition fitted to the hosts of ``ends``, and what was found."""
+def probe_knobs(space: SearchSpace, ends: Endpoints, *, read_current: bool = True) -> list[KnobProbe]:
+    """Whether the hosts of ``ends`` support each knob of ``space`` (every setting of every
+    value, on both hosts), and with ``read_current`` the receiver's current value of each
+    supported one. Nothing is changed on the hosts. A knob whose condition names a knob
+    left out is left out too."""
     results: list[KnobProbe] = []
-    definition = copy.deepcopy(space.definition)
-    knobs_def: dict[str, Any] = definition["knobs"]
     dropped: set[str] = set()
     for knob in space.knobs.values():
         if knob.condition and knob.condition.knob in dropped:
@@ -92,19 +93,33 @@ def probe_space(space: SearchSpace, ends: Endpoints) -> tuple[dict[str, Any], li
             continue
         settings = [s for v in (knob.values() or [knob.default]) for s in knob.to_settings(v)]
         unique = list({(s.family, s.target): s for s in settings}.values())
-        rows = probe_settings(ends, unique)
-        bad = [r for r in rows if not r.supported]
+        bad = [r for r in probe_settings(ends, unique) if not r.supported]
         if bad:
             dropped.add(knob.name)
             results.append(KnobProbe(knob.name, False, "; ".join(f"{r.target}: {r.reason}" for r in bad)))
             continue
-        current = _current_value(knob, ends)
-        results.append(KnobProbe(knob.name, True, "", current))
-        if current is not None:
-            spec = knobs_def[knob.name]
-            if knob.kind == "choice" and current not in spec["choices"]:
-                spec["choices"] = sorted([*spec["choices"], current], key=lambda v: (str(type(v)), v))
-            spec["default"] = current
+        results.append(KnobProbe(knob.name, True, "", _current_value(knob, ends) if read_current else None))
+    return results
+
+
+def unsupported_knobs(space: SearchSpace, ends: Endpoints) -> dict[str, str]:
+    """The knobs of ``space`` the hosts of ``ends`` cannot set, each with the reason
+    (:func:`probe_knobs`; nothing is changed)."""
+    return {r.knob: r.reason for r in probe_knobs(space, ends, read_current=False) if not r.supported}
+
+
+def probe_space(space: SearchSpace, ends: Endpoints) -> tuple[dict[str, Any], list[KnobProbe]]:
+    """A copy of ``space``'s definition fitted to the hosts of ``ends``, and what was found."""
+    results = probe_knobs(space, ends)
+    definition = copy.deepcopy(space.definition)
+    knobs_def: dict[str, Any] = definition["knobs"]
+    dropped = {r.knob for r in results if not r.supported}
+    for r in results:
+        if r.supported and r.current is not None:
+            knob, spec = space.knobs[r.knob], knobs_def[r.knob]
+            if knob.kind == "choice" and r.current not in spec["choices"]:
+                spec["choices"] = sorted([*spec["choices"], r.current], key=lambda v: (str(type(v)), v))
+            spec["default"] = r.current
     for name in dropped:
         knobs_def.pop(name, None)
     definition["constraints"] = [c.expression for c in space.constraints if not (c.names & dropped)]

@@ -20,7 +20,9 @@ from nictune.measure.fingerprint import cpu_model, driver_info, kernel_release
 from nictune.measure.hosts import Host, LocalHost, NetnsHost
 from nictune.measure.iperf3 import Endpoints
 from nictune.measure.journal import Journal
+from nictune.measure.probe_space import unsupported_knobs
 from nictune.measure.transaction import Trial
+from nictune.search_spaces import SearchSpace
 from nictune.search_spaces._base import Setting
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")
@@ -197,6 +199,11 @@ class VethTestbed(Testbed):
     def default_space(self) -> str:
         """``veth``: the knobs a veth pair supports."""
         return "veth"
+
+    def unsupported_knobs(self, space: SearchSpace) -> dict[str, str]:
+        """Probed in the pair's namespaces (:func:`~nictune.measure.probe_space.unsupported_knobs`)."""
+        self.ensure_up()
+        return unsupported_knobs(space, self.endpoints())
 
     def measure(
         self, settings: list[Setting], workload: Workload, repeats: int, seed: int

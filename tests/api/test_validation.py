@@ -234,3 +234,28 @@ def test_a_goal_the_testbed_cannot_measure_is_a_422_naming_it(make_api: AppFacto
         assert "throughput" in body["allowed"] and "interrupts" not in body["allowed"]
         assert api.get("/v1/jobs").json()["total"] == 0
     assert not VethPair(name).exists()
+
+
+@pytest.mark.netns
+@pytest.mark.parametrize(("space", "needle"), [
+    # Knobs only the simulator can set (PF_RING's modes).
+    ("nurika-pfring", "cannot set nic1_mode"),
+    # Knobs this pair's devices do not have (veth: no coalescing, rings or IRQs), probed.
+    ("linux-nic", "cannot set rx_mode, poll_usecs, watermark_frames, busy_poll_usecs, rx_ring"),
+])
+def test_a_space_the_testbed_cannot_set_is_a_422_naming_it(make_api: AppFactory, space: str, needle: str) -> None:
+    from nictune.measure.veth import VethPair
+    from tests.measure.support import netns_usable, unique_name
+
+    reason = netns_usable()
+    if reason:
+        pytest.skip(reason)
+    name = unique_name()
+    with make_api(testbeds=[f"veth:{name}"]) as api:
+        response = api.post("/v1/jobs", json={"testbed": f"veth:{name}", "space": space, "budget": 2})
+        assert response.status_code == 422, response.text
+        body = response.json()
+        assert body["field"] == "space" and f"space '{space}': veth:{name} {needle}" in body["message"], body
+        assert "spaces probe" in body["allowed"], body
+        assert api.get("/v1/jobs").json()["total"] == 0
+    assert not VethPair(name).exists()

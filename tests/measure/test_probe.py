@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nictune.measure.iperf3 import Endpoints
 from nictune.measure.probe import probe_settings
-from nictune.measure.veth import VethPair
+from nictune.measure.probe_space import unsupported_knobs
+from nictune.measure.veth import VethPair, VethTestbed
+from nictune.search_spaces import load_space
 from nictune.search_spaces._base import Family, Setting
+from tests.measure.support import unique_name
 
 F = Family
 
@@ -49,3 +54,32 @@ def test_probe_veth_targets(veth_pair: VethPair) -> None:
     assert not irq.supported and "no IRQs" in irq.reason
     assert not got[("module_param", "mlx4_core.high_rate_steer")].supported
     assert got[("qdisc", "root")].supported
+
+
+@pytest.mark.netns
+def test_unsupported_knobs_of_a_space_on_a_veth_pair(veth_pair: VethPair) -> None:
+    ends = Endpoints(veth_pair.sender(), veth_pair.receiver(), veth_pair.tx, veth_pair.rx,
+                     veth_pair.rx_address)  # fmt: skip
+    before = probe_settings(ends, [(F.SYSCTL, "net.core.rmem_max"), (F.IP_LINK, "mtu")])
+    missing = unsupported_knobs(load_space("linux-nic"), ends)
+    # Coalescing, rings, channels, pause frames and IRQs: veth has none of them; the
+    # conditional knobs of the interrupt mode go with it.
+    assert set(missing) == {"rx_mode", "poll_usecs", "watermark_frames", "busy_poll_usecs", "rx_ring", "tx_ring",
+                            "channels", "pause", "irq_affinity"}, missing
+    assert "ethtool -g" in missing["rx_ring"] and "no IRQs" in missing["irq_affinity"]
+    assert missing["poll_usecs"] == "depends on rx_mode, which was left out"
+    # The veth space is what a veth pair supports; nothing was changed by asking.
+    assert unsupported_knobs(load_space("veth"), ends) == {}
+    assert probe_settings(ends, [(F.SYSCTL, "net.core.rmem_max"), (F.IP_LINK, "mtu")]) == before
+
+
+@pytest.mark.netns
+def test_a_veth_testbed_creates_its_pair_to_probe_and_removes_it(state_dir: Path) -> None:
+    bed = VethTestbed(unique_name(), state_dir=state_dir)
+    assert not bed.pair.exists()
+    try:
+        assert "rx_ring" in bed.unsupported_knobs(load_space("linux-nic"))
+        assert bed.pair.exists()
+    finally:
+        bed.close()
+    assert not bed.pair.exists()
