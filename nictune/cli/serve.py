@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import signal
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -100,8 +101,21 @@ def _run(app: Any, host: str, port: int, log_level: str, grace_s: float) -> None
             notifier.close()
             super().handle_exit(sig, frame)
 
-    Server(uvicorn.Config(app, host=host, port=port, log_level=log_level,
-                          timeout_graceful_shutdown=int(grace_s) + 5)).run()
+    server = Server(uvicorn.Config(app, host=host, port=port, log_level=log_level,
+                                   timeout_graceful_shutdown=int(grace_s) + 5))
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        server.should_exit = True
+
+    # SIGTERM is how a service manager stops a service: uvicorn stops gracefully and then
+    # raises the signal again, which the CLI would report as "interrupted" and exit 130. Here
+    # the repeat only asks uvicorn to stop (as does a SIGTERM that comes before uvicorn
+    # listens for it), and `serve` ends with 0. Ctrl-C still ends "interrupted", 130.
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        server.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def serve(

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -11,7 +16,7 @@ from nictune.api.client import ApiError, Client
 from nictune.cli import token as token_cli
 from nictune.errors import InvalidInputError
 
-from .server import running_server
+from .server import free_port, running_server
 
 pytestmark = pytest.mark.slow
 
@@ -61,3 +66,39 @@ def test_submit_follow_and_read_the_best_configuration(db_url: str, tmp_path: Pa
 
     server_log = (tmp_path / "server.log").read_text()
     assert "Traceback" not in server_log, server_log
+
+
+@pytest.mark.parametrize(("sig", "code", "said"), [
+    # A service manager's stop: a clean end, nothing to report.
+    (signal.SIGTERM, 0, ""),
+    # Ctrl-C, as everywhere in the CLI.
+    (signal.SIGINT, 130, "interrupted\n"),
+])
+def test_serve_stops_gracefully_with_0_on_sigterm_and_130_on_ctrl_c(tmp_path: Path, sig: int, code: int,
+                                                                   said: str) -> None:
+    # SIGINT may be ignored by whatever started the tests (a background job): restore it.
+    command = [sys.executable, "-c", "import signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+               "sys.argv = ['nictune', *sys.argv[1:]]\nfrom nictune.cli.entry import run\nrun()\n",
+               "serve", "--port", str(port := free_port()), "--db", str(tmp_path / "n.db"), "--log-level", "warning"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _answers(f"http://127.0.0.1:{port}/healthz"):
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.05)
+        process.send_signal(sig)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == code, err
+    assert err == said and out == ""
+    assert not _answers(f"http://127.0.0.1:{port}/healthz")
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
