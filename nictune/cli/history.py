@@ -157,7 +157,7 @@ def show(
         m = r["metrics"]
         mark = " *" if r["number"] == best_no else ""
         if not m:
-            table.add_row(str(r["number"]), f"{r['state']}: {r['error'] or ''}", "-", *(["-"] if own else []),
+            table.add_row(str(r["number"]), r["state"], "-", *(["-"] if own else []),
                           *["-"] * len(shown), r["config_hash"][:12])
             continue
         runs = str(r.get("repeats") or "-")
@@ -165,7 +165,15 @@ def show(
         table.add_row(str(r["number"]) + mark, source, runs, *([fmt(obj.value(m))] if own else []),
                       *(_cell(m, k) for k in shown), r["config_hash"][:12])
     console.print(table)
-    finalists = [r["number"] for h in report["stats"].get("final_race") or [] for r in rows if r["config_hash"] == h]
+    # Errors under the table, where they can wrap: in a cell they squeezed every column.
+    errors: dict[str, list[int]] = {}
+    for r in rows:
+        if not r["metrics"] and r["error"]:
+            errors.setdefault(f"{r['state']}: {r['error']}", []).append(r["number"])
+    for error, numbers in errors.items():
+        console.print(f"trial{'s' if len(numbers) > 1 else ''} {number_ranges(numbers)} {error}", highlight=False)
+    finalists = [r["number"] for h in report["stats"].get("final_race") or [] for r in rows
+                  if r["config_hash"] == h and r["metrics"]]
     if finalists:
         console.print(f"final race: trials {', '.join(map(str, finalists))} (the best after the search, "
                       "measured once more before the recommendation was chosen)")
@@ -173,6 +181,17 @@ def show(
                                            if report.get("racing") else "")
                   + ("  cache+race: answered from the cache, then measured again in the final race"
                      if raced_from_cache else ""))
+
+
+def number_ranges(numbers: list[int]) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` as ``0-2, 5, 7-8``."""
+    spans: list[list[int]] = []
+    for n in sorted(numbers):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in spans)
 
 
 @app.command("best")

@@ -116,3 +116,40 @@ def test_a_space_measured_whole_before_the_budget_says_why_the_job_stopped(tmp_p
     assert spent.returncode == 0, spent.stderr
     assert "nothing left to propose" not in spent.stdout  # the budget ended that one
     assert json.loads(nictune(db, "history", "show", "3", "--json").stdout)["engine_done_at"] is None
+
+
+def test_history_show_lists_failed_trials_under_the_table_at_80_columns(tmp_path: Path) -> None:
+    from nictune import db as store
+    from nictune.search_spaces import load_space
+
+    db = tmp_path / "history.db"
+    run = nictune(db, "optimize", "--objective", "throughput", "--budget", "3", "--seed", "3")
+    assert run.returncode == 0, run.stderr
+    error = ("trial failed, settings restored: netns:nt0-tx: nt0-tx does not report combined (-l), "
+             "a message longer than any column")
+    engine = store.open_database(f"sqlite:///{db}")
+    try:
+        with store.session_scope(engine) as s:
+            job = store.get_job(s, 1)
+            config = load_space(job.space_name).default()
+            row = store.get_or_create_configuration(s, config.hash, config.canonical_json)
+            for number in (3, 4, 6):
+                store.fail_trial(s, store.start_trial(s, job, number, row), error)
+            store.fail_trial(s, store.start_trial(s, job, 5, row), "iperf3 timed out")
+    finally:
+        engine.dispose()
+    env = {**os.environ, "NICTUNE_DB": f"sqlite:///{db}", "COLUMNS": "80"}
+    shown = subprocess.run([sys.executable, "-m", "nictune", "history", "show", "1"], capture_output=True, text=True,
+                           timeout=120, env=env)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    # Every column keeps its header (a long error in the source cell squeezed them away).
+    assert any(all(h in line for h in ("trial", "source", "runs", "Gbps", "loss %", "config")) for line in lines)
+    assert sum(line.split("│")[2].strip() == "failed" for line in lines if line.count("│") > 3) == 4
+    text = " ".join(shown.stdout.split())
+    assert f"trials 3-4, 6 failed: {error}" in text and "trial 5 failed: iperf3 timed out" in text
+    # The failed trials share the default configuration, a finalist here: the final race
+    # names the measured trials only.
+    race = text.split("final race: trials ")[1].split(" (the best")[0].split(", ")
+    assert sorted(race) == ["0", "1", "2"], race
