@@ -11,6 +11,7 @@ import typer
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from nictune.cli._common import SIM_NOTE, console, err_console, fmt, on_command_line, parse_assignments, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
@@ -136,6 +137,10 @@ def optimize(
     if outcome.state == "interrupted":
         err_console.print(f"interrupted: resume with  nictune optimize --resume {job_id}")
         raise typer.Exit(130)
+    if outcome.state == "failed":
+        err_console.print(Text.assemble(("error:", "red"), f" job {job_id} failed: {report['error']}"),
+                          highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
 
 
 def _remote_space(space: str | None) -> str | dict[str, Any] | None:

@@ -7,6 +7,7 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from nictune.cli._common import SIM_NOTE, console, err_console, fmt, print_json
 from nictune.cli.results import print_best, print_engine_done, print_jobs, print_noise
@@ -73,6 +74,9 @@ def optimize_remote(server: str, token: str | None, fields: dict[str, Any], json
     else:
         _print_remote_result(final, objective.label)
     if final.get("state") != "completed":  # cancelled or failed on the service: not a success for a script
+        if final.get("error"):
+            err_console.print(Text.assemble(("error:", "red"), f" job {job_id} {final['state']}: {final['error']}"),
+                              highlight=False, soft_wrap=True)
         raise typer.Exit(1)
 
 

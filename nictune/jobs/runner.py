@@ -44,6 +44,10 @@ __all__ = ["JobOutcome", "JobRunner", "JobSpec", "Prepared", "TrialEvent", "crea
 
 #: Engines are asked for at most this many configurations at a time.
 MAX_BATCH = 64
+#: A job stops, failed, when this many trials in a row failed since it (re)started and none
+#: succeeded: a testbed that measures nothing (iperf3 missing, a link down, a knob its hosts
+#: refuse) would otherwise spend the whole budget, each failure after its own timeout.
+FAIL_FAST = 5
 #: The engine a job gets when none is named: one objective / several objectives.
 DEFAULT_ENGINE = "bayes"
 DEFAULT_MULTI_ENGINE = "nsga2"
@@ -380,6 +384,7 @@ class JobRunner:
         race = Race()
         first = self._warm_start(ctx, prep, warm_info)
         number = 0
+        streak = _FailureStreak()
         try:
             # Replayed trials: their samples seed the race, their told metrics the engine.
             self._restore_race(ctx, race, done)
@@ -393,10 +398,12 @@ class JobRunner:
                     break
                 if self.stop.is_set():
                     return self._finish(ctx, race, "interrupted", number)
-                events = self._run_batch(ctx, race, number, batch, done)
+                events = self._run_batch(ctx, race, number, batch, done, streak)
                 for event in events:  # in trial-number order: replay must see the same tells
                     engine.tell(event.config, event.score)
                 number += len(events)
+                if streak.tripped:  # the rest of the batch is left for the resume, as after a stop
+                    return self._finish(ctx, race, "failed", number, error=streak.error(ctx.job_id))
                 if len(events) < len(batch):  # stopped inside the batch
                     return self._finish(ctx, race, "interrupted", number)
             raced = self._final_race(ctx, race)
@@ -443,12 +450,12 @@ class JobRunner:
                 race.runs[stored.hash] = stored.runs
 
     def _run_batch(self, ctx: JobContext, race: Race, number: int, batch: Sequence[Configuration],
-                   done: Mapping[int, _Stored]) -> list[TrialEvent]:
+                   done: Mapping[int, _Stored], streak: _FailureStreak) -> list[TrialEvent]:
         """Evaluate ``batch`` (trials ``number``...) with up to ``executor.slots`` at once.
 
         Returns the events of the trials that ran, in number order: all of them unless
-        ``stop`` was set, in which case trials not started are left out (and the rest of
-        the batch is run again on resume).
+        ``stop`` was set or ``streak`` tripped, in which case trials not started are left out
+        (and the rest of the batch is run again on resume).
         """
         slots = max(1, min(ctx.executor.slots, len(batch)))
         results: dict[int, TrialEvent] = {}
@@ -459,10 +466,12 @@ class JobRunner:
             event: TrialEvent | None
             if n in done:
                 event = self._replay(ctx, n, config, done[n])
-            elif self.stop.is_set():
+            elif self.stop.is_set() or streak.tripped:
                 return
             else:
                 event = evaluate(ctx, race, n, config)
+                if event is not None:
+                    streak.add(event)
             if event is None:  # withdrawn before it started: left for the resume
                 return
             with lock:
@@ -565,6 +574,35 @@ class JobRunner:
             stats = dict(job.stats)
         return JobOutcome(ctx.job_id, state, trials, int(stats.get("measured", 0)), int(stats.get("cached", 0)),
                           int(stats.get("failed", 0)))
+
+
+class _FailureStreak:
+    """The failed trials of one run of a job while none has succeeded (:data:`FAIL_FAST`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failed: list[TrialEvent] | None = []  # None once a trial succeeded
+        self.tripped = False
+
+    def add(self, event: TrialEvent) -> None:
+        with self._lock:
+            if self._failed is None:
+                return
+            if event.source != "failed":
+                self._failed = None
+                return
+            self._failed.append(event)
+            self.tripped = len(self._failed) >= FAIL_FAST
+
+    def error(self, job_id: int) -> str:
+        """Why the job stopped: the last error, and how many others there were."""
+        failed = self._failed or []
+        errors = list(dict.fromkeys(e.error or "no reason given" for e in reversed(failed)))
+        others = len(errors) - 1
+        return (f"stopped after {len(failed)} trials in a row failed and none succeeded: {errors[0]}"
+                + (f" (and {others} other error{'s' if others > 1 else ''})" if others else "")
+                + f"; check the testbed (nictune testbed check for a pair file), then start a new job or "
+                f"resume this one (nictune optimize --resume {job_id})")
 
 
 def _front(ctx: JobContext, race: Race) -> list[dict[str, Any]]:

@@ -130,14 +130,28 @@ def parse_client_json(text: str, workload: Workload) -> tuple[dict[str, float], 
     return metrics, summary
 
 
+def _listening(receiver: Host, port: int) -> bool:
+    out = receiver.run(["ss", "-Hltn", "sport", "=", f":{port}"], check=False, timeout=5)
+    return bool(out.stdout.strip())
+
+
+def _check_port_free(receiver: Host, port: int) -> None:
+    """Before the server starts: a port another program listens on would take the client's
+    connection, and the run would time out talking to it instead of failing at once."""
+    if _listening(receiver, port):
+        raise MeasurementError(
+            f"port {port} on {receiver.name} is taken by another program (ss -ltnp 'sport = :{port}' names it), "
+            "so iperf3's server cannot listen there: stop it (or set another port in the pair file)"
+        )
+
+
 def _wait_listening(receiver: Host, server: Process, port: int) -> None:
     deadline = time.monotonic() + SERVER_START_S
     while time.monotonic() < deadline:
         if server.poll() is not None:
             res = server.wait(1.0)
             raise MeasurementError(f"iperf3 server exited: {(res.stdout + res.stderr)[-300:]}")
-        out = receiver.run(["ss", "-Hltn", "sport", "=", f":{port}"], check=False, timeout=5)
-        if out.stdout.strip():
+        if _listening(receiver, port):
             return
         time.sleep(0.05)
     raise MeasurementError(
@@ -158,6 +172,7 @@ def run_iperf3(
     """
     hard_timeout = float(workload.duration_s) + float(workload.omit_s) + TIMEOUT_MARGIN_S
     idle = int(hard_timeout) + 5
+    _check_port_free(ends.receiver, ends.port)
     before = read_counters(ends.receiver, ends.receiver_device)
     t0, started = time.monotonic(), datetime.now(UTC)
     server = ends.receiver.spawn(server_argv(ends.port, idle, receiver_cpus))

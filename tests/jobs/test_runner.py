@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from nictune import db
 from nictune.executors import LocalExecutor
 from nictune.jobs import JobRunner, JobSpec, create_job, job_report
+from nictune.jobs.runner import JobOutcome
 from nictune.measure.sim import PROFILES, SimTestbed
 from nictune.measure.workloads import get_workload
 from nictune.optimizer import Goal
@@ -82,6 +83,14 @@ def test_second_identical_job_measures_nothing_twice(engine: Engine) -> None:
     assert third.cached >= 2 and third.measured + third.cached == 20
 
 
+def run_on(engine: Engine, job: int, testbed: type[SimTestbed]) -> JobOutcome:
+    """Run (or resume) ``job`` on a ``testbed`` of sim:benson-40g's profile that fails as the test says."""
+    runner = JobRunner(engine)
+    prep = runner.prepare(job)
+    prep.executor = LocalExecutor(testbed(PROFILES["sim:benson-40g"]))
+    return runner._loop(job, prep)
+
+
 def test_failed_measurements_are_recorded_and_the_job_goes_on(engine: Engine) -> None:
     class Flaky(SimTestbed):
         calls = 0
@@ -96,10 +105,7 @@ def test_failed_measurements_are_recorded_and_the_job_goes_on(engine: Engine) ->
 
     job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=9, seed=1,
                                      racing=False))
-    runner = JobRunner(engine)
-    prep = runner.prepare(job)
-    prep.executor = LocalExecutor(Flaky(PROFILES["sim:benson-40g"]))
-    outcome = runner._loop(job, prep)
+    outcome = run_on(engine, job, Flaky)
     assert outcome.state == "completed" and outcome.failed == 3 and outcome.measured == 6
     with db.session_scope(engine) as s:
         failed = [t for t in db.job_trials(s, job) if t.state == "failed"]
@@ -182,3 +188,48 @@ def test_kill_9_then_resume_loses_nothing_and_measures_nothing_twice(db_url: str
             assert sum(len(t.measurements) for t in trials) == 3 * budget  # one row per repeat
     finally:
         eng.dispose()
+
+
+def test_a_job_whose_trials_all_fail_stops_after_five_and_resumes_once_fixed(engine: Engine) -> None:
+    from nictune.errors import MeasurementError
+    from nictune.jobs.runner import FAIL_FAST
+
+    class Broken(SimTestbed):
+        fixed = False
+
+        def measure(self, settings, workload, repeats, seed):  # type: ignore[no-untyped-def]
+            if not Broken.fixed:
+                raise MeasurementError("iperf3: unable to connect to server (test)")
+            return super().measure(settings, workload, repeats, seed)
+
+    job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=30, seed=1,
+                                     racing=False))
+    outcome = run_on(engine, job, Broken)
+    assert FAIL_FAST == 5 and (outcome.state, outcome.trials, outcome.failed) == ("failed", 5, 5)
+    with db.session_scope(engine) as s:
+        error = db.get_job(s, job).error or ""
+    assert error.startswith("stopped after 5 trials in a row failed and none succeeded: iperf3: unable to connect")
+    assert error.endswith(f"resume this one (nictune optimize --resume {job})")
+    # Resumed once the testbed works: the five failed trials stay, the rest is measured, and
+    # the old failures do not stop it again.
+    Broken.fixed = True
+    outcome = run_on(engine, job, Broken)
+    assert (outcome.state, outcome.trials, outcome.failed, outcome.measured) == ("completed", 30, 5, 25)
+
+
+def test_failures_after_a_success_do_not_stop_the_job(engine: Engine) -> None:
+    from nictune.errors import MeasurementError
+
+    class FailsAfterTheFirst(SimTestbed):
+        calls = 0
+
+        def measure(self, settings, workload, repeats, seed):  # type: ignore[no-untyped-def]
+            FailsAfterTheFirst.calls += 1
+            if FailsAfterTheFirst.calls > 1:
+                raise MeasurementError("link down (test)")
+            return super().measure(settings, workload, repeats, seed)
+
+    job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=9, seed=1,
+                                     racing=False))
+    outcome = run_on(engine, job, FailsAfterTheFirst)
+    assert (outcome.state, outcome.measured, outcome.failed) == ("completed", 1, 8)

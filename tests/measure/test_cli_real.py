@@ -194,6 +194,33 @@ def test_short_optimize_on_veth_completes_and_finds_a_better_configuration(env: 
         assert cells and {row[column] for row in cells if len(row) > column} == {"-"}, shown.stdout
 
 
+def test_a_testbed_on_which_nothing_can_be_measured_stops_the_job_after_five_trials(
+        pair: VethPair, env: dict[str, str]) -> None:
+    # Another program holds iperf3's port in the receiver: every run would connect to it and
+    # time out (13 s each with --duration 2) had the trial not checked the port first.
+    squatter = subprocess.Popen(["ip", "netns", "exec", f"{pair.name}-rx", sys.executable, "-c",
+                                 "import socket, time\ns = socket.socket()\ns.bind(('0.0.0.0', 5201))\n"
+                                 "s.listen()\nprint('listening', flush=True)\ntime.sleep(300)\n"],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        assert squatter.stdout is not None and squatter.stdout.readline() == "listening\n"
+        before = values(pair)
+        res = subprocess.run([sys.executable, "-m", "nictune", "optimize", "--testbed", f"veth:{pair.name}",
+                              "--objective", "throughput", "--budget", "20", "--duration", "2"],
+                             env=env | {"COLUMNS": "200"}, capture_output=True, text=True, timeout=300)
+    finally:
+        squatter.kill()
+        squatter.wait()
+    assert res.returncode == 1, res
+    assert "job 1 failed: 5 trials, 0 measured, 0 from the cache, 5 failed" in res.stdout
+    error = " ".join(res.stderr.split())
+    assert f"error: job 1 failed: stopped after 5 trials in a row failed and none succeeded: trial failed, " \
+           f"settings restored: port 5201 on netns:{pair.name}-rx is taken by another program" in error, error
+    assert error.endswith("resume this one (nictune optimize --resume 1)") and "Traceback" not in res.stderr
+    assert "other error" not in error, "all five failed on the port, none by timing out"
+    assert values(pair) == before
+
+
 EVIL_SPACE = {"name": "evil", "knobs": {"probe": {"type": "choice", "choices": [1, 2], "default": 1,
                                                   "target": "net.core.$(id)"}}}
 
