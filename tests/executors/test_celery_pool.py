@@ -281,8 +281,11 @@ def test_workers_on_another_broker_are_named_and_a_cancel_withdraws_the_queued_r
     elsewhere = other_database()
     pristine = link(c)
     misconfigured = env | {"NICTUNE_BROKER_URL": elsewhere, "NICTUNE_RESULT_BACKEND": REDIS_URL}
-    space = tmp / "veth-link.json"
-    space.write_text(json.dumps(SPACE))
+    # A knob more than the module's other jobs: no configuration of this one is in the cache
+    # (with two cached ones the job completed at once, never waiting).
+    space = tmp / "veth-link-gro.json"
+    space.write_text(json.dumps(SPACE | {"name": "veth-link-gro", "knobs": SPACE["knobs"] | {
+        "gro": {"type": "bool", "default": True, "family": "ethtool_features", "target": "gro"}}}))
     cli = [sys.executable, "-c", "import sys; from nictune.cli.main import main; sys.exit(main(sys.argv[1:]))"]
     server = ["--server", lab["server"].url, "--token", lab["token"]]
     cli_env = os.environ | {"COLUMNS": "250"}
@@ -305,7 +308,7 @@ def test_workers_on_another_broker_are_named_and_a_cancel_withdraws_the_queued_r
             job_id = int(out.read_text().split("job ", 1)[1].split()[0])
             job = wait_job(lab, job_id, {"waiting"}, timeout=30)
             assert elsewhere in job["waiting_for"] and REDIS_URL in job["waiting_for"], job
-            assert job["progress"]["measured"] == 0  # (the default may come from the module's earlier jobs' cache)
+            assert job["progress"]["measured"] == 0 and job["progress"]["cached"] == 0, job
             with Client(lab["server"].url, lab["token"]) as api:
                 api.cancel_job(job_id)
             job = wait_job(lab, job_id, {"completed", "failed", "cancelled"}, timeout=15)
