@@ -11,11 +11,13 @@ from sqlalchemy.orm import Session
 
 from nictune.api.manager import CANCEL_KEY, JobManager
 from nictune.api.queries.jobs import CompletedTrial, TrialCounts, completed_trials, configuration
-from nictune.api.schemas.jobs import BestTrial, FrontMember, JobLinks, JobOut, Progress, Recommendation
+from nictune.api.schemas.jobs import BestTrial, FrontMember, JobLinks, JobOut, KnobChange, Progress, Recommendation
 from nictune.api.schemas.trials import TrialOut
 from nictune.db import Configuration, Job, Trial
 from nictune.errors import NictuneError
+from nictune.jobs.report import knob_changes
 from nictune.optimizer import Goal, Score
+from nictune.search_spaces import space_from_dict
 
 SIM_NOTE = "simulated testbed: figures come from a model, not from hardware"
 #: Trials whose finishing times the ETA is estimated from.
@@ -117,9 +119,11 @@ def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | No
             trial, score = found
             row = configuration(s, trial.configuration_id)
             if row is not None:
-                best = BestTrial(number=trial.number, config_hash=row.hash, config=config_dict(row),
+                config = config_dict(row)
+                changes = knob_changes(space_from_dict(dict(job.space_definition)), config)
+                best = BestTrial(number=trial.number, config_hash=row.hash, config=config,
                                  metrics=clean_metrics(trial.summary.get("metrics")),
-                                 score=clean_score(score) or {})
+                                 score=clean_score(score) or {}, changes=[KnobChange(**c) for c in changes])
         eta = eta_seconds(job, counts, trials)
     cancel = bool(job.stats.get(CANCEL_KEY)) or (manager is not None and manager.cancel_requested(job.id))
     return JobOut(

@@ -16,7 +16,7 @@ from rich.text import Text
 from nictune.cli._common import SIM_NOTE, console, err_console, fmt, on_command_line, parse_assignments, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
-from nictune.cli.results import print_engine_done, print_front, print_noise
+from nictune.cli.results import changes_table, print_engine_done, print_front, print_noise
 from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_report
 from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE, INT32_MAX
@@ -283,16 +283,7 @@ def _print_result(report: dict[str, Any]) -> None:
     if len(report["objectives"]) > 1:
         print_front(report)
     print_noise(report)
-    changes = Table(title=f"best configuration (trial {best['number']}, {best['config_hash'][:12]}): "
-                          "knobs that differ from the default")
-    for col in ("knob", "default", "best", "unit"):
-        changes.add_column(col)
-    for ch in report.get("changes", []):
-        changes.add_row(ch["knob"], "(inactive)" if ch["default"] is None else str(ch["default"]),
-                        "(inactive)" if ch["best"] is None else str(ch["best"]), ch["unit"])
-    if not report.get("changes"):
-        changes.add_row("(none: the default is best)", "", "", "")
-    console.print(changes)
+    console.print(changes_table(best["number"], best["config_hash"], report.get("changes", [])))
     metrics = Table(title="default vs best: mean [min .. max] over repeats"
                     + (" (simulated)" if report["simulated"] else ""))
     metrics.add_column("metric")

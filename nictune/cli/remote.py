@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nictune.cli._common import SIM_NOTE, console, err_console, fmt, print_json
-from nictune.cli.results import print_best, print_engine_done, print_jobs, print_noise
+from nictune.cli.results import changes_table, print_best, print_engine_done, print_jobs, print_noise
 from nictune.measure._base import METRICS
 from nictune.optimizer import get_objective
 
@@ -101,12 +101,15 @@ def _print_remote_result(job: dict[str, Any], label: str) -> None:
                           row["config_hash"][:12])
         console.print(front)
     print_noise(job | {"best_feasible": (best.get("score") or {}).get("feasible")})
-    table = Table(title=f"best configuration (trial {best['number']}, {best['config_hash'][:12]})")
-    table.add_column("knob")
-    table.add_column("value")
-    for k, v in best["config"].items():
-        table.add_row(k, str(v))
-    console.print(table)
+    if "changes" in best:
+        console.print(changes_table(best["number"], best["config_hash"], best["changes"]))
+    else:  # a service older than the field: every knob
+        table = Table(title=f"best configuration (trial {best['number']}, {best['config_hash'][:12]})")
+        table.add_column("knob")
+        table.add_column("value")
+        for k, v in best["config"].items():
+            table.add_row(k, str(v))
+        console.print(table)
     metrics = Table(title="best trial, mean over repeats" + (" (simulated)" if job.get("simulated") else ""))
     metrics.add_column("metric")
     metrics.add_column("value", justify="right")

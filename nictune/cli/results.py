@@ -30,6 +30,20 @@ def print_front(report: dict[str, Any]) -> None:
                   f"objective ({objectives[0].label})")
 
 
+def changes_table(number: int, config_hash: str, changes: list[dict[str, Any]]) -> Table:
+    """The best configuration as the knobs that differ from the default (``knob_changes``)."""
+    table = Table(title=f"best configuration (trial {number}, {config_hash[:12]}): knobs that differ from the "
+                        "default")
+    for col in ("knob", "default", "best", "unit"):
+        table.add_column(col)
+    for ch in changes:
+        table.add_row(ch["knob"], "(inactive)" if ch["default"] is None else str(ch["default"]),
+                      "(inactive)" if ch["best"] is None else str(ch["best"]), ch["unit"])
+    if not changes:
+        table.add_row("(none: the default is best)", "", "", "")
+    return table
+
+
 def print_noise(report: dict[str, Any]) -> None:
     """The recommendation's interval, a warning when it breaks a constraint (``best_feasible``
     False), and the testbed noise the job estimated."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy.engine import Engine as DbEngine
 
 from nictune import db
 from nictune.optimizer import Goal, Score
-from nictune.search_spaces import space_from_dict
+from nictune.search_spaces import SearchSpace, space_from_dict
 
 
 def _score(goal: Goal, summary: dict[str, Any] | None) -> Score | None:
@@ -37,6 +38,14 @@ def trial_rows(trials: list[db.Trial]) -> list[dict[str, Any]]:
             "error": t.error,
         })
     return rows
+
+
+def knob_changes(space: SearchSpace, config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The knobs whose value in ``config`` differs from ``space``'s default configuration, in
+    the space's order: ``knob``, ``default``, ``best`` (``None``: inactive there) and ``unit``."""
+    default = space.default().as_dict()
+    return [{"knob": name, "default": default.get(name), "best": config.get(name), "unit": knob.unit}
+            for name, knob in space.knobs.items() if default.get(name) != config.get(name)]
 
 
 def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
@@ -109,13 +118,6 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     if best is not None:
         info["best_feasible"] = goal.score(best["metrics"]).feasible
         best_cfg = json.loads(best["config"])
-        default_cfg = space.default().as_dict()
-        changes = []
-        for name in space.knobs:
-            before, after = default_cfg.get(name), best_cfg.get(name)
-            if before != after:
-                changes.append({"knob": name, "default": before, "best": after,
-                                "unit": space.knobs[name].unit})
-        info["changes"] = changes
+        info["changes"] = knob_changes(space, best_cfg)
         info["best_config"] = best_cfg
     return info

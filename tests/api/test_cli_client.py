@@ -69,6 +69,13 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         assert len(table(show_remote.stdout)) == 12 and table(show_remote.stdout) == table(show_local.stdout)
         assert show_remote.stdout.splitlines()[0] == show_local.stdout.splitlines()[0]  # the job's header
         assert "recommended (best lower confidence bound)" in show_remote.stdout
+        # The best configuration as what tuning changed, as the local report has it.
+        report_here = subprocess.run([sys.executable, "-m", "nictune", "history", "show", str(job["id"]), "--json"],
+                                     capture_output=True, text=True, timeout=180,
+                                     env={**os.environ, "NICTUNE_DB": db_url})
+        changes = json.loads(report_here.stdout)["changes"]
+        assert changes and job["best"]["changes"] == changes
+        assert all(job["best"]["config"].get(c["knob"]) == c["best"] for c in changes)
         # One configuration's measurements through the service: the local table too.
         config_args = ["history", "config", job["best"]["config_hash"][:12]]
         config_remote = subprocess.run([sys.executable, "-m", "nictune", *config_args, "--server", server.url,
@@ -88,6 +95,7 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
                        "--server", server.url, "--token", token, env_db=db_url)
         assert hopeless.returncode == 0, hopeless.stderr
         assert "no configuration met every constraint" in " ".join(hopeless.stdout.split())
+        assert "knobs that differ from the default" in " ".join(hopeless.stdout.split())
         # The service's notice about the model (its space's tx_ring changes nothing) reaches the user.
         assert "sim:benson-40g is a model with no term for tx_ring (space benson-40g)" in " ".join(
             hopeless.stderr.split()), hopeless.stderr

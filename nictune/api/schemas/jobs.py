@@ -114,6 +114,15 @@ class Progress(BaseModel):
     running: int = Field(description="Trials in flight (0 or 1).")
 
 
+class KnobChange(BaseModel):
+    """A knob whose value differs from the space's default configuration."""
+
+    knob: str
+    default: Any = Field(description="Its value in the default configuration (null: inactive there).")
+    best: Any = Field(description="Its value in this configuration (null: inactive here).")
+    unit: str = ""
+
+
 class BestTrial(BaseModel):
     """The best trial of a job so far."""
 
@@ -122,6 +131,9 @@ class BestTrial(BaseModel):
     config: dict[str, Any]
     metrics: dict[str, float | None]
     score: dict[str, Any]
+    changes: list[KnobChange] = Field(default_factory=list,
+                                      description="The knobs of `config` that differ from the space's default "
+                                                  "configuration, in the space's order (what tuning changed).")
 
 
 class Recommendation(BaseModel):
