@@ -187,9 +187,12 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
                 repeats=spec.repeats, seed=seed,
             )
             ignored = executor.ignored_knobs(space)
-            job.stats = {"measured": 0, "cached": 0, "failed": 0, "runs": 0,
-                         # What the user should know about the job's figures (the service shows it).
-                         "notices": [ignored_knobs_notice(executor.testbed, space.name, ignored)] if ignored else [],
+            # What the user should know about the job's figures (the service shows it): what a
+            # model stands for, and what it ignores. A real testbed's notices (settings restored
+            # after a crash) are news of the moment, not of the job.
+            notices = [*executor.notices] if executor.kind == "sim" else []
+            notices += [ignored_knobs_notice(executor.testbed, space.name, ignored)] if ignored else []
+            job.stats = {"measured": 0, "cached": 0, "failed": 0, "runs": 0, "notices": notices,
                          # Racing compares one objective; Pareto jobs measure fixed repeats.
                          "options": {"racing": spec.racing and len(goal.objectives) == 1,
                                      "warm_start": spec.warm_start}}

@@ -92,3 +92,17 @@ def test_what_a_model_ignores_is_named() -> None:
                                                      "sender_cpus"]
     assert set(bed.ignored_knobs(load_space("nurika-pfring"))) >= {"nic1_mode", "nic2_watermark"}
     assert open_testbed("sim:nurika-pfring").ignored_knobs(load_space("nurika-pfring")) == []
+
+
+def test_the_forwarding_model_says_what_its_figures_mean_and_the_others_say_nothing() -> None:
+    bed = SimTestbed(PROFILES["sim:ixgbe-10g"])
+    (notice,) = bed.notices
+    assert "L3 forwarding of small frames on 8 cores" in notice and "800 = every one busy" in notice
+    # ... which is what a TCP workload's figures there look like: every forwarding core busy,
+    # most offered frames dropped.
+    space = load_space(bed.default_space())
+    result = SimTestbed(PROFILES["sim:ixgbe-10g"], noise=0).measure(space.settings(space.default()),
+                                                                    get_workload("tcp"), 1, 0)
+    metrics = result.samples[0].metrics
+    assert metrics["cpu_rx_pct"] == pytest.approx(800) and metrics["loss_pct"] > 50
+    assert all(SimTestbed(p).notices == () for name, p in PROFILES.items() if name != "sim:ixgbe-10g")

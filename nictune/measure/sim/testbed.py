@@ -38,6 +38,12 @@ class SimTestbed(Testbed):
         self.profile = profile
         self.noise = noise
         self.name = profile.name
+        if profile.forward_cores:
+            cores = profile.forward_cores
+            self.notices = (f"{profile.name} models L3 forwarding of small frames on {cores} cores, whatever the "
+                            "workload's protocol (a TCP workload's frames are 64 bytes): loss_pct is the share of "
+                            f"offered frames the cores drop, and cpu_rx_pct counts all {cores} cores "
+                            f"({100 * cores} = every one busy)",)
 
     def fingerprint(self) -> dict[str, str]:
         return {
