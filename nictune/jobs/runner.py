@@ -44,9 +44,10 @@ __all__ = ["JobOutcome", "JobRunner", "JobSpec", "Prepared", "TrialEvent", "crea
 
 #: Engines are asked for at most this many configurations at a time.
 MAX_BATCH = 64
-#: A job stops, failed, when this many trials in a row failed since it (re)started and none
-#: succeeded: a testbed that measures nothing (iperf3 missing, a link down, a knob its hosts
-#: refuse) would otherwise spend the whole budget, each failure after its own timeout.
+#: A job stops, failed, when this many trials failed since it (re)started and none was
+#: measured (answers from the cache do not count either way): a testbed that measures
+#: nothing (iperf3 missing, a link down, a knob its hosts refuse) would otherwise spend the
+#: whole budget, each failure after its own timeout.
 FAIL_FAST = 5
 #: The engine a job gets when none is named: one objective / several objectives.
 DEFAULT_ENGINE = "bayes"
@@ -580,29 +581,29 @@ class JobRunner:
 
 
 class _FailureStreak:
-    """The failed trials of one run of a job while none has succeeded (:data:`FAIL_FAST`)."""
+    """The failed trials of one run of a job while none was measured (:data:`FAIL_FAST`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._failed: list[TrialEvent] | None = []  # None once a trial succeeded
+        self._failed: list[TrialEvent] | None = []  # None once a trial was measured
         self.tripped = False
 
     def add(self, event: TrialEvent) -> None:
         with self._lock:
             if self._failed is None:
                 return
-            if event.source != "failed":
+            if event.source == "measured":
                 self._failed = None
-                return
-            self._failed.append(event)
-            self.tripped = len(self._failed) >= FAIL_FAST
+            elif event.source == "failed":
+                self._failed.append(event)
+                self.tripped = len(self._failed) >= FAIL_FAST
 
     def error(self, job_id: int) -> str:
         """Why the job stopped: the last error, and how many others there were."""
         failed = self._failed or []
         errors = list(dict.fromkeys(e.error or "no reason given" for e in reversed(failed)))
         others = len(errors) - 1
-        return (f"stopped after {len(failed)} trials in a row failed and none succeeded: {errors[0]}"
+        return (f"stopped after {len(failed)} trials failed and none was measured: {errors[0]}"
                 + (f" (and {others} other error{'s' if others > 1 else ''})" if others else "")
                 + f"; check the testbed (nictune testbed check for a pair file), then start a new job or "
                 f"resume this one (nictune optimize --resume {job_id})")

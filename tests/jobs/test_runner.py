@@ -208,7 +208,7 @@ def test_a_job_whose_trials_all_fail_stops_after_five_and_resumes_once_fixed(eng
     assert FAIL_FAST == 5 and (outcome.state, outcome.trials, outcome.failed) == ("failed", 5, 5)
     with db.session_scope(engine) as s:
         error = db.get_job(s, job).error or ""
-    assert error.startswith("stopped after 5 trials in a row failed and none succeeded: iperf3: unable to connect")
+    assert error.startswith("stopped after 5 trials failed and none was measured: iperf3: unable to connect")
     assert error.endswith(f"resume this one (nictune optimize --resume {job})")
     # Resumed once the testbed works: the five failed trials stay, the rest is measured, and
     # the old failures do not stop it again.
@@ -233,3 +233,18 @@ def test_failures_after_a_success_do_not_stop_the_job(engine: Engine) -> None:
                                      racing=False))
     outcome = run_on(engine, job, FailsAfterTheFirst)
     assert (outcome.state, outcome.measured, outcome.failed) == ("completed", 1, 8)
+
+
+def test_answers_from_the_cache_do_not_hide_a_testbed_that_measures_nothing(engine: Engine) -> None:
+    from nictune.errors import MeasurementError
+
+    class Broken(SimTestbed):
+        def measure(self, settings, workload, repeats, seed):  # type: ignore[no-untyped-def]
+            raise MeasurementError("iperf3: command not found (test)")
+
+    spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=6, seed=1, racing=False)
+    assert JobRunner(engine).run(create_job(engine, spec)).measured == 6
+    # The same start again, warm: its first trials come from the cache, then nothing measures.
+    job = create_job(engine, JobSpec(**{**spec.__dict__, "budget": 30}))
+    outcome = run_on(engine, job, Broken)
+    assert outcome.state == "failed" and outcome.cached >= 2 and outcome.failed == 5 and outcome.measured == 0
