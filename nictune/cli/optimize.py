@@ -18,7 +18,7 @@ from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
 from nictune.cli.results import changes_table, print_engine_done, print_front, print_noise
 from nictune.errors import InvalidInputError
-from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_report
+from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_header, job_report
 from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE, INT32_MAX
 from nictune.measure._base import METRICS
 from nictune.measure.registry import DEFAULT_TESTBED
@@ -118,7 +118,7 @@ def optimize(
     else:
         _check_resume_alone(ctx)
         job_id = resume
-    info = job_report(dbe, job_id)
+    info = job_header(dbe, job_id)  # the trials are read once, for the result
     if resume is not None and info["state"] in ("completed", "cancelled"):  # before its header is printed
         raise InvalidInputError(f"--resume {job_id}: job {job_id} is already {info['state']}; nothing to resume "
                                 f"(see nictune history show {job_id}, or start a new job)", field="resume",

@@ -48,6 +48,36 @@ def knob_changes(space: SearchSpace, config: Mapping[str, Any]) -> list[dict[str
             for name, knob in space.knobs.items() if default.get(name) != config.get(name)]
 
 
+def job_header(dbe: DbEngine, job_id: int) -> dict[str, Any]:
+    """What :func:`job_report` says of the job itself (no trials read): enough for a header."""
+    with db.session_scope(dbe) as s:
+        return _job_fields(db.get_job(s, job_id))
+
+
+def _job_fields(job: db.Job) -> dict[str, Any]:
+    """The job's own fields of a report."""
+    return {
+        "job_id": job.id,
+        "state": job.state,
+        "testbed": job.testbed.name,
+        "simulated": job.testbed.kind == "sim",
+        "fingerprint": dict(job.testbed.fingerprint),
+        "workload": job.workload.name,
+        "space": job.space_name,
+        "objectives": list(job.objectives),
+        "constraints": list(job.constraints),
+        "engine": job.engine,
+        "engine_params": dict(job.engine_params),
+        "budget": job.budget,
+        "repeats": job.repeats,
+        "seed": job.seed,
+        "created_at": job.created_at.isoformat() if job.created_at else None,
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "error": job.error,
+        "stats": dict(job.stats or {}),
+    }
+
+
 def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     """A plain-data account of a job: settings, counts, best and default trials, knob changes."""
     import json
@@ -62,26 +92,7 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
         default_history = db.cached_samples(s, job.testbed_id, job.workload_id, default_config.hash)
         recommended_id = job.best_trial_id
         recommended = next((t.number for t in trials if t.id == recommended_id), None)
-        info: dict[str, Any] = {
-            "job_id": job.id,
-            "state": job.state,
-            "testbed": job.testbed.name,
-            "simulated": job.testbed.kind == "sim",
-            "fingerprint": dict(job.testbed.fingerprint),
-            "workload": job.workload.name,
-            "space": job.space_name,
-            "objectives": list(job.objectives),
-            "constraints": list(job.constraints),
-            "engine": job.engine,
-            "engine_params": dict(job.engine_params),
-            "budget": job.budget,
-            "repeats": job.repeats,
-            "seed": job.seed,
-            "created_at": job.created_at.isoformat() if job.created_at else None,
-            "finished_at": job.finished_at.isoformat() if job.finished_at else None,
-            "error": job.error,
-            "stats": dict(job.stats or {}),
-        }
+        info = _job_fields(job)
     completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
     info["trials"] = len(rows)
     # Counted by how each trial was answered when the job asked for it, as the job's progress

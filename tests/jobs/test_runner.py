@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 
 from nictune import db
 from nictune.executors import LocalExecutor
-from nictune.jobs import JobRunner, JobSpec, create_job, job_report
+from nictune.jobs import JobRunner, JobSpec, create_job, job_header, job_report
 from nictune.jobs.runner import JobOutcome
 from nictune.measure.sim import PROFILES, SimTestbed
 from nictune.measure.workloads import get_workload
@@ -42,6 +42,9 @@ def test_ga_reaches_95_percent_of_the_tcp_optimum(engine: Engine) -> None:
     outcome = JobRunner(engine).run(job)
     assert outcome.state == "completed" and outcome.trials == 60
     report = job_report(engine, job)
+    # The header `optimize --resume` prints from, read without the trials: the report's own fields.
+    header = job_header(engine, job)
+    assert header["budget"] == 60 and header["state"] == "completed" and header.items() <= report.items()
     best = clean_value(report["best_config"], "tcp")["throughput_gbps"]
     default = clean_value(BENSON.default().as_dict(), "tcp")["throughput_gbps"]
     assert best >= 0.95 * optimum.value
