@@ -140,6 +140,7 @@ def probe(
         if ensure is not None:
             ensure()
         definition, results = probe_space(sp, bed.endpoints())  # type: ignore[attr-defined]
+        definition["testbed"] = bed.name  # what it was fitted to, not the space's simulated pair
     if out is not None:
         header = f"# {definition['name']}: {sp.name} fitted to {testbed} by nictune spaces probe\n"
         left = [r for r in results if not r.supported]

@@ -9,6 +9,7 @@ so the space's default configuration is this untuned host.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,9 +75,23 @@ def _current_value(knob: Knob, ends: Endpoints) -> Value | None:
         try:
             return knob.parse(raw)
         except NictuneError:
-            if raw.lstrip("-").isdigit() and knob.kind == "choice":
-                return int(raw)
+            if knob.kind == "choice":
+                return _outside_choices(s, raw)
     return None
+
+
+def _outside_choices(setting: Setting, raw: str) -> Value | None:
+    """A value the host has that the knob's choices lack (a veth pair's ``noqueue`` qdisc
+    against ``fq_codel, fq, pfifo_fast``), if its applier would write it: the fitted space
+    adds it, so that its default configuration is the host as it is."""
+    value: Value = int(raw) if raw.lstrip("-").isdigit() else raw
+    if value == "":
+        return None
+    try:
+        applier_for(setting.family).normalize(dataclasses.replace(setting, value=value))
+    except NictuneError:
+        return None
+    return value
 
 
 def probe_knobs(space: SearchSpace, ends: Endpoints, *, read_current: bool = True) -> list[KnobProbe]:

@@ -221,6 +221,38 @@ def test_a_testbed_on_which_nothing_can_be_measured_stops_the_job_after_five_tri
     assert values(pair) == before
 
 
+def test_spaces_probe_writes_a_space_the_pair_supports_from_its_current_values(
+        pair: VethPair, env: dict[str, str], tmp_path: Path) -> None:
+    from nictune.search_spaces import load_space
+
+    fitted = tmp_path / "fitted.yaml"
+    res = subprocess.run([sys.executable, "-m", "nictune", "spaces", "probe", "--testbed", f"veth:{pair.name}",
+                          "--space", "linux-nic", "--out", str(fitted)], env=env | {"COLUMNS": "200"},
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert f"use it with --space {fitted}" in " ".join(res.stdout.split())
+    left_out = {"rx_mode", "poll_usecs", "watermark_frames", "busy_poll_usecs", "rx_ring", "tx_ring", "channels",
+                "pause", "irq_affinity"}
+    space = load_space(str(fitted))
+    assert space.name == "linux-nic-probed" and set(space.knobs) == set(load_space("linux-nic").knobs) - left_out
+    assert space.testbed == f"veth:{pair.name}"  # not linux-nic's simulated pair
+    assert all(f"# left out {name}: " in fitted.read_text() for name in left_out)
+    # Its default configuration is the pair as it is.
+    rx = pair.receiver()
+    assert space.knobs["mtu"].default == int(rx.read_file(f"/sys/class/net/{pair.rx}/mtu"))
+    assert space.knobs["txqueuelen"].default == int(rx.read_file(f"/sys/class/net/{pair.rx}/tx_queue_len"))
+    assert space.knobs["rmem_max"].default == int(rx.read_file(RMEM_MAX))
+    # A veth end has no qdisc (noqueue), a value linux-nic's choices lack: the fitted space
+    # adds it rather than keep fq_codel, a kind this machine's kernel does not have.
+    assert space.knobs["qdisc"].default == "noqueue" and "noqueue" in (space.knobs["qdisc"].values() or [])
+    # A job takes it, where linux-nic itself is refused on this pair.
+    job = subprocess.run([sys.executable, "-m", "nictune", "optimize", "--testbed", f"veth:{pair.name}", "--space",
+                          str(fitted), "--objective", "throughput", "--budget", "1", "--repeats", "1", "--duration",
+                          "1", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert job.returncode == 0, job.stderr
+    assert json.loads(job.stdout)["measured"] == 1
+
+
 EVIL_SPACE = {"name": "evil", "knobs": {"probe": {"type": "choice", "choices": [1, 2], "default": 1,
                                                   "target": "net.core.$(id)"}}}
 
