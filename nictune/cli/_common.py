@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from nictune.errors import InvalidInputError
 from nictune.formatting import format_number
@@ -20,6 +21,11 @@ from nictune.measure._base import METRICS, Testbed
 # Styles go through ``style=`` or :class:`rich.text.Text`.
 console = Console(markup=False)
 err_console = Console(stderr=True, markup=False)
+
+
+def print_error(text: str) -> None:
+    """``error: TEXT`` on stderr in one line, however wide the terminal (or none)."""
+    err_console.print(Text.assemble(("error:", "red"), f" {text}"), highlight=False, soft_wrap=True)
 
 
 class LogLevel(StrEnum):

@@ -171,7 +171,7 @@ def show(
         if not r["metrics"] and r["error"]:
             errors.setdefault(f"{r['state']}: {r['error']}", []).append(r["number"])
     for error, numbers in errors.items():
-        console.print(f"trial{'s' if len(numbers) > 1 else ''} {number_ranges(numbers)} {error}", highlight=False)
+        console.print(f"trial{'s' if len(numbers) > 1 else ''} {_number_ranges(numbers)} {error}", highlight=False)
     finalists = [r["number"] for h in report["stats"].get("final_race") or [] for r in rows
                   if r["config_hash"] == h and r["metrics"]]
     if finalists:
@@ -183,7 +183,7 @@ def show(
                      if raced_from_cache else ""))
 
 
-def number_ranges(numbers: list[int]) -> str:
+def _number_ranges(numbers: list[int]) -> str:
     """``[0, 1, 2, 5, 7, 8]`` as ``0-2, 5, 7-8``."""
     spans: list[list[int]] = []
     for n in sorted(numbers):

@@ -12,12 +12,11 @@ import sys
 from collections.abc import Sequence
 
 import typer
-from rich.text import Text
 
 from nictune import __version__
 from nictune.cli import measure as measure_cmd
 from nictune.cli import spaces
-from nictune.cli._common import err_console
+from nictune.cli._common import err_console, print_error
 from nictune.errors import InvalidInputError, NictuneError
 
 app = typer.Typer(
@@ -79,10 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _interrupted()
         return code if isinstance(code, int) else (0 if code is None else 1)
     except InvalidInputError as exc:
-        _print_error(_with_allowed(exc))
+        print_error(_with_allowed(exc))
         return 2
     except NictuneError as exc:
-        _print_error(str(exc))
+        print_error(str(exc))
         return 1
     except KeyboardInterrupt:
         _interrupted()
@@ -120,11 +119,6 @@ def _with_allowed(exc: InvalidInputError) -> str:
     """The message, with the allowed values when it does not already give them."""
     text = str(exc)
     return f"{text}; allowed: {exc.allowed}" if exc.allowed and exc.allowed not in text else text
-
-
-def _print_error(text: str) -> None:
-    """One line on stderr, however wide the terminal (or none)."""
-    err_console.print(Text.assemble(("error:", "red"), f" {text}"), highlight=False, soft_wrap=True)
 
 
 def _terminate(signum: int, frame: object) -> None:

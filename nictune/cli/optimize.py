@@ -11,9 +11,17 @@ import typer
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from rich.text import Text
 
-from nictune.cli._common import SIM_NOTE, console, err_console, fmt, on_command_line, parse_assignments, print_json
+from nictune.cli._common import (
+    SIM_NOTE,
+    console,
+    err_console,
+    fmt,
+    on_command_line,
+    parse_assignments,
+    print_error,
+    print_json,
+)
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
 from nictune.cli.results import changes_table, print_engine_done, print_front, print_noise
@@ -138,8 +146,7 @@ def optimize(
         err_console.print(f"interrupted: resume with  nictune optimize --resume {job_id}")
         raise typer.Exit(130)
     if outcome.state == "failed":
-        err_console.print(Text.assemble(("error:", "red"), f" job {job_id} failed: {report['error']}"),
-                          highlight=False, soft_wrap=True)
+        print_error(f"job {job_id} failed: {report['error']}")
         raise typer.Exit(1)
 
 

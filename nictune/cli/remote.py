@@ -7,9 +7,8 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from rich.text import Text
 
-from nictune.cli._common import SIM_NOTE, console, err_console, fmt, print_json
+from nictune.cli._common import SIM_NOTE, console, err_console, fmt, print_error, print_json
 from nictune.cli.results import changes_table, print_best, print_engine_done, print_jobs, print_noise
 from nictune.measure._base import METRICS
 from nictune.optimizer import get_objective
@@ -75,8 +74,7 @@ def optimize_remote(server: str, token: str | None, fields: dict[str, Any], json
         _print_remote_result(final, objective.label)
     if final.get("state") != "completed":  # cancelled or failed on the service: not a success for a script
         if final.get("error"):
-            err_console.print(Text.assemble(("error:", "red"), f" job {job_id} {final['state']}: {final['error']}"),
-                              highlight=False, soft_wrap=True)
+            print_error(f"job {job_id} {final['state']}: {final['error']}")
         raise typer.Exit(1)
 
 
