@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from nictune.api.pagination import PAGE_MAX
 from nictune.errors import InvalidInputError, JobError, NictuneError
 
 #: Environment variable holding the token when none is passed.
@@ -174,19 +175,33 @@ class Client:
         """A job with progress, best trial so far and ETA (``GET /v1/jobs/{id}``)."""
         return self._json("GET", f"/v1/jobs/{job_id}")
 
+    def _pages(self, path: str, params: Mapping[str, Any], limit: int | None, offset: int) -> dict[str, Any]:
+        """Up to ``limit`` items (every one with ``None``) from ``offset`` of a list endpoint,
+        read a page of at most :data:`PAGE_MAX` at a time: the last page's body with every
+        page's ``items``."""
+        items: list[Any] = []
+        while True:
+            size = PAGE_MAX if limit is None else min(PAGE_MAX, limit - len(items))
+            body = self._json("GET", path, params=_params({**params, "limit": size, "offset": offset + len(items)}))
+            page = body.get("items") or []
+            items += page
+            if len(page) < size or (limit is not None and len(items) >= limit) or not body.get("next"):
+                return {**body, "items": items}
+
     def list_jobs(self, *, state: str | None = None, testbed: str | None = None, workload: str | None = None,
                   objective: str | None = None, created_after: datetime | None = None,
                   created_before: datetime | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
-        """A page of jobs, newest first (``GET /v1/jobs``)."""
-        return self._json("GET", "/v1/jobs", params=_params({
+        """Up to ``limit`` jobs, newest first (``GET /v1/jobs``, page by page)."""
+        return self._pages("/v1/jobs", {
             "state": state, "testbed": testbed, "workload": workload, "objective": objective,
-            "created_after": created_after, "created_before": created_before, "limit": limit, "offset": offset}))
+            "created_after": created_after, "created_before": created_before}, limit, offset)
 
     def job_trials(self, job_id: int, *, sort: str = "number", state: str | None = None,
-                   source: str | None = None, limit: int = 100, offset: int = 0) -> dict[str, Any]:
-        """A page of a job's trials; ``sort`` is a field or metric, ``-`` for descending."""
-        return self._json("GET", f"/v1/jobs/{job_id}/trials", params=_params(
-            {"sort": sort, "state": state, "source": source, "limit": limit, "offset": offset}))
+                   source: str | None = None, limit: int | None = 100, offset: int = 0) -> dict[str, Any]:
+        """Up to ``limit`` of a job's trials (every one with ``None``); ``sort`` is a field or
+        metric, ``-`` for descending."""
+        return self._pages(f"/v1/jobs/{job_id}/trials", {"sort": sort, "state": state, "source": source},
+                           limit, offset)
 
     def cancel_job(self, job_id: int) -> dict[str, Any]:
         """Cancel a job; it ends after the trial in flight (``POST /v1/jobs/{id}/cancel``)."""

@@ -7,7 +7,9 @@ from typing import Annotated
 from fastapi import Query, Request, Response
 from pydantic import BaseModel
 
-Limit = Annotated[int, Query(ge=1, le=1000, description="Items per page.")]
+#: The largest page a list endpoint serves (clients read longer lists page by page).
+PAGE_MAX = 1000
+Limit = Annotated[int, Query(ge=1, le=PAGE_MAX, description="Items per page.")]
 Offset = Annotated[int, Query(ge=0, le=1_000_000_000, description="Items to skip.")]
 
 

@@ -173,12 +173,7 @@ def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict
 
     with Client(server, token=token) as client:
         job = client.get_job(job_id)
-        items: list[dict[str, Any]] = []
-        while True:
-            page = client.job_trials(job_id, limit=1000, offset=len(items))
-            items += page["items"]
-            if not page["items"] or len(items) >= page["total"]:
-                break
+        items: list[dict[str, Any]] = client.job_trials(job_id, limit=None)["items"]
     rec = job.get("recommendation")
     best = job.get("best")
     number = rec["number"] if rec and rec.get("number") is not None else best["number"] if best else None

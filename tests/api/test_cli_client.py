@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from nictune import db
+from nictune.measure.registry import open_testbed
+from nictune.measure.workloads import get_workload
+from nictune.search_spaces import load_space
 from tests.processes import interrupt
 
 from .server import running_server
@@ -160,3 +164,29 @@ def test_ctrl_c_stops_following_a_server_job_and_says_it_goes_on(db_url: str, tm
         assert f"POST {server.url}/v1/jobs/{job_id}/cancel" in said
         assert api.get_job(job_id)["state"] == "running"
         api.cancel_job(job_id)
+
+
+def test_history_through_the_service_reads_past_one_page(db_url: str, tmp_path: Path) -> None:
+    """The service serves at most 1,000 jobs a page; `history --limit 1002` (allowed up to
+    10,000) reads the pages it needs, as the local command reads the database (it was a 422)."""
+    space, bed = load_space("benson-40g"), open_testbed("sim:benson-40g")
+    engine = db.open_database(db_url)
+    try:
+        with db.session_scope(engine) as s:
+            testbed = db.get_or_create_testbed(s, bed.name, bed.kind, bed.fingerprint())
+            workload = db.get_or_create_workload(s, "tcp", get_workload("tcp").key())
+            for seed in range(1003):
+                db.create_job(s, space_name=space.name, space_definition=space.definition, testbed=testbed,
+                              workload=workload, objectives=["throughput"], constraints=[], engine="random",
+                              engine_params={}, budget=1, repeats=1, seed=seed)
+    finally:
+        engine.dispose()
+    token = cli_token(db_url, "read", "cli")
+    with running_server(db_url, tmp_path / "server.log") as server:
+        remote = cli("history", "--server", server.url, "--token", token, "--limit", "1002", "--json", env_db=db_url)
+    local = subprocess.run([sys.executable, "-m", "nictune", "history", "--limit", "1002", "--json"],
+                           capture_output=True, text=True, timeout=180, env={**os.environ, "NICTUNE_DB": db_url})
+    assert remote.returncode == 0 and local.returncode == 0, remote.stderr + local.stderr
+    ids = [j["id"] for j in json.loads(remote.stdout)]
+    assert len(ids) == 1002 and len(set(ids)) == 1002
+    assert ids == [j["id"] for j in json.loads(local.stdout)]
