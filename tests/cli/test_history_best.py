@@ -153,3 +153,20 @@ def test_history_show_lists_failed_trials_under_the_table_at_80_columns(tmp_path
     # names the measured trials only.
     race = text.split("final race: trials ")[1].split(" (the best")[0].split(", ")
     assert sorted(race) == ["0", "1", "2"], race
+
+
+def test_the_jobs_table_at_80_columns_cuts_no_testbed_name(tmp_path: Path) -> None:
+    db = tmp_path / "history.db"
+    run = nictune(db, "optimize", "--objective", "throughput", "--constraint", "loss<=0.1", "--workload", "udp",
+                  "--budget", "2", "--seed", "1")
+    assert run.returncode == 0, run.stderr
+    env = {**os.environ, "NICTUNE_DB": f"sqlite:///{db}", "COLUMNS": "80"}
+    listed = subprocess.run([sys.executable, "-m", "nictune", "history"], capture_output=True, text=True,
+                            timeout=120, env=env)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert max(map(len, lines)) <= 80 and "…" not in listed.stdout
+    header = next(line for line in lines if line.startswith("job "))
+    start, end = header.index("testbed"), header.index("workload")
+    cell = "".join(line[start:end].strip() for line in lines[lines.index(header) + 2:])
+    assert cell == "sim:benson-40g", listed.stdout
