@@ -203,6 +203,11 @@ class Client:
         return self._pages(f"/v1/jobs/{job_id}/trials", {"sort": sort, "state": state, "source": source},
                            limit, offset)
 
+    def job_default(self, job_id: int) -> dict[str, Any]:
+        """The job's default configuration and the trial that measured it, if one did
+        (``GET /v1/jobs/{id}/default``)."""
+        return self._json("GET", f"/v1/jobs/{job_id}/default")
+
     def cancel_job(self, job_id: int) -> dict[str, Any]:
         """Cancel a job; it ends after the trial in flight (``POST /v1/jobs/{id}/cancel``)."""
         return self._json("POST", f"/v1/jobs/{job_id}/cancel")

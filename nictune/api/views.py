@@ -44,6 +44,12 @@ def clean_metrics(metrics: Any) -> dict[str, float | None]:
     return {str(k): finite(v) for k, v in dict(metrics or {}).items()}
 
 
+def clean_spread(spread: Any) -> dict[str, dict[str, float | None]]:
+    """Metric name -> {"min", "max"} over a trial's repeats, JSON-safe."""
+    return {str(k): {str(b): finite(v) for b, v in dict(bounds).items()}
+            for k, bounds in dict(spread or {}).items() if isinstance(bounds, Mapping)}
+
+
 def clean_score(score: Any) -> dict[str, Any] | None:
     """A stored or computed score with non-finite numbers as null."""
     if score is None:
@@ -123,6 +129,7 @@ def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | No
                 changes = knob_changes(space_from_dict(dict(job.space_definition)), config)
                 best = BestTrial(number=trial.number, config_hash=row.hash, config=config,
                                  metrics=clean_metrics(trial.summary.get("metrics")),
+                                 spread=clean_spread(trial.summary.get("spread")),
                                  score=clean_score(score) or {}, changes=[KnobChange(**c) for c in changes])
         eta = eta_seconds(job, counts, trials)
     cancel = bool(job.stats.get(CANCEL_KEY)) or (manager is not None and manager.cancel_requested(job.id))

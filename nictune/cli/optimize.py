@@ -24,11 +24,10 @@ from nictune.cli._common import (
 )
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
-from nictune.cli.results import changes_table, print_engine_done, print_front, print_noise
+from nictune.cli.results import changes_table, default_vs_best_table, print_engine_done, print_front, print_noise
 from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_header, job_report
 from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE, INT32_MAX
-from nictune.measure._base import METRICS
 from nictune.measure.registry import DEFAULT_TESTBED
 from nictune.measure.workloads import WORKLOADS
 from nictune.optimizer import ENGINES, OBJECTIVES, get_objective
@@ -291,20 +290,7 @@ def _print_result(report: dict[str, Any]) -> None:
         print_front(report)
     print_noise(report)
     console.print(changes_table(best["number"], best["config_hash"], report.get("changes", [])))
-    metrics = Table(title="default vs best: mean [min .. max] over repeats"
-                    + (" (simulated)" if report["simulated"] else ""))
-    metrics.add_column("metric")
-    metrics.add_column("default", justify="right")
-    metrics.add_column("best", justify="right")
-    for name in METRICS:
-        def cell(row: dict[str, Any] | None, name: str = name) -> str:
-            if not row or name not in row["metrics"]:
-                return "-"
-            sp = row["spread"].get(name, {})
-            rng = f" [{fmt(sp['min'])} .. {fmt(sp['max'])}]" if sp and sp.get("max") != sp.get("min") else ""
-            return fmt(row["metrics"][name]) + rng
-        metrics.add_row(name, cell(default), cell(best))
-    console.print(metrics)
+    console.print(default_vs_best_table(default, best, simulated=report["simulated"]))
     console.print(f"job id: {report['job_id']}   (nictune history show {report['job_id']})")
 
 

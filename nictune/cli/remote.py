@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, err_console, fmt, print_error, print_json
-from nictune.cli.results import changes_table, print_best, print_engine_done, print_jobs, print_noise
-from nictune.measure._base import METRICS
+from nictune.cli.results import (
+    changes_table,
+    default_vs_best_table,
+    print_best,
+    print_engine_done,
+    print_jobs,
+    print_noise,
+)
 from nictune.optimizer import get_objective
+
+if TYPE_CHECKING:
+    from nictune.api.client import Client
 
 SERVER_OPTION = typer.Option(None, "--server", metavar="URL", envvar="NICTUNE_SERVER",
                              help="Use a running nictune service (e.g. http://127.0.0.1:8080) instead of "
@@ -68,17 +77,34 @@ def optimize_remote(server: str, token: str | None, fields: dict[str, Any], json
                               f"with POST {server}/v1/jobs/{job_id}/cancel", soft_wrap=True)
             raise typer.Exit(130) from None
         final = client.get_job(job_id)
+        default = _default_trial(client, job_id)
     if json_out:
-        print_json({"job_id": final["id"], **final})  # both keys, as the local document has them
+        # Both keys (`id`, `job_id`) and the default's figures, as the local document has them.
+        print_json({"job_id": final["id"], **final, "default": default})
     else:
-        _print_remote_result(final, objective.label)
+        _print_remote_result(final, default)
     if final.get("state") != "completed":  # cancelled or failed on the service: not a success for a script
         if final.get("error"):
             print_error(f"job {job_id} {final['state']}: {final['error']}")
         raise typer.Exit(1)
 
 
-def _print_remote_result(job: dict[str, Any], label: str) -> None:
+def _default_trial(client: Client, job_id: int) -> dict[str, Any] | None:
+    """The job's figures of the default configuration, in the shape of the local document's
+    ``default`` (``trial``, ``config_hash``, ``metrics``, ``spread``): the trial that measured
+    it, else its earlier measurements on the testbed (``trial`` None), else ``None``."""
+    found = client.job_default(job_id)
+    trial, history = found.get("trial"), found.get("history")
+    if trial:
+        return {"trial": trial["number"], "config_hash": found["config_hash"], "metrics": trial["metrics"],
+                "spread": trial.get("spread") or {}}
+    if history:  # measured before this job (a warm start knew it), as the local report says
+        return {"trial": None, "config_hash": found["config_hash"], "metrics": history["metrics"],
+                "spread": history["spread"]}
+    return None
+
+
+def _print_remote_result(job: dict[str, Any], default: dict[str, Any] | None) -> None:
     prog = job.get("progress") or {}
     console.print(f"job {job['id']} {job['state']}: {prog.get('done', 0)} trials, {prog.get('measured', 0)} "
                   f"measured, {prog.get('cached', 0)} from the cache, {prog.get('failed', 0)} failed")
@@ -108,14 +134,7 @@ def _print_remote_result(job: dict[str, Any], label: str) -> None:
         for k, v in best["config"].items():
             table.add_row(k, str(v))
         console.print(table)
-    metrics = Table(title="best trial, mean over repeats" + (" (simulated)" if job.get("simulated") else ""))
-    metrics.add_column("metric")
-    metrics.add_column("value", justify="right")
-    for name in METRICS:
-        value = best["metrics"].get(name)
-        if value is not None:
-            metrics.add_row(name, fmt(value))
-    console.print(metrics)
+    console.print(default_vs_best_table(default, best, simulated=bool(job.get("simulated"))))
 
 
 def history_remote(server: str, token: str | None, query: dict[str, Any], json_out: bool) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich import box
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt
+from nictune.measure._base import METRICS
 from nictune.optimizer import get_objective
 
 
@@ -119,3 +121,26 @@ def print_jobs(title: str, rows: list[dict[str, Any]], *, filtered: bool) -> Non
     if not rows:
         console.print("no job matches these filters" if filtered else
                       "no jobs yet: run  nictune optimize --objective throughput")
+
+
+def default_vs_best_table(default: Mapping[str, Any] | None, best: Mapping[str, Any] | None, *,
+                          simulated: bool) -> Table:
+    """The metrics of the default and the best trial side by side: the mean over repeats and,
+    where the repeats differ, their range. Each row: ``metrics`` and ``spread`` (metric ->
+    ``min``, ``max``); a missing row or metric is "-"."""
+    table = Table(title="default vs best: mean [min .. max] over repeats" + (" (simulated)" if simulated else ""))
+    table.add_column("metric")
+    table.add_column("default", justify="right")
+    table.add_column("best", justify="right")
+
+    def cell(row: Mapping[str, Any] | None, name: str) -> str:
+        if not row or row["metrics"].get(name) is None:
+            return "-"
+        sp = (row.get("spread") or {}).get(name) or {}
+        low, high = sp.get("min"), sp.get("max")
+        rng = f" [{fmt(low)} .. {fmt(high)}]" if low is not None and high is not None and low != high else ""
+        return fmt(row["metrics"][name]) + rng
+
+    for name in METRICS:
+        table.add_row(name, cell(default, name), cell(best, name))
+    return table

@@ -79,6 +79,10 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
                                      env={**os.environ, "NICTUNE_DB": db_url})
         changes = json.loads(report_here.stdout)["changes"]
         assert changes and job["best"]["changes"] == changes
+        # The default's figures, as the local document has them (trial 0 measured it).
+        default_here = json.loads(report_here.stdout)["default"]
+        assert job["default"]["trial"] == default_here["number"] == 0
+        assert job["default"]["metrics"] == default_here["metrics"] and job["default"]["spread"]
         assert all(job["best"]["config"].get(c["knob"]) == c["best"] for c in changes)
         # One configuration's measurements through the service: the local table too.
         config_args = ["history", "config", job["best"]["config_hash"][:12]]
@@ -100,6 +104,10 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         assert hopeless.returncode == 0, hopeless.stderr
         assert "no configuration met every constraint" in " ".join(hopeless.stdout.split())
         assert "knobs that differ from the default" in " ".join(hopeless.stdout.split())
+        # Its default was measured by the first job (a warm start reused it): the table of
+        # default vs best shows those figures, as the local report does.
+        row = next(line for line in hopeless.stdout.splitlines() if "throughput_gbps" in line)
+        assert [cell.strip() != "-" for cell in row.split("│")[1:-1]] == [True, True, True], hopeless.stdout
         # The service's notice about the model (its space's tx_ring changes nothing) reaches the user.
         assert "sim:benson-40g is a model with no term for tx_ring (space benson-40g)" in " ".join(
             hopeless.stderr.split()), hopeless.stderr

@@ -171,3 +171,20 @@ def test_the_default_endpoint_names_the_default_configuration(client: TestClient
         assert body["trial"] is None
     assert client.get(f"/v1/jobs/{job['id']}/default").status_code == 401
     assert client.get("/v1/jobs/12345/default", headers=tokens.headers()).status_code == 404
+
+
+def test_the_default_endpoint_falls_back_to_earlier_measurements(client: TestClient, tokens: Tokens) -> None:
+    """A warm-started job does not measure the default again: the endpoint gives the earlier
+    measurements of it (what the local report shows), with the spread of its repeats."""
+    first = _submit_and_finish(client, tokens, repeats=2, racing=False)
+    body = client.get(f"/v1/jobs/{first['id']}/default", headers=tokens.headers()).json()
+    assert body["trial"]["number"] == 0 and body["history"] is None
+    spread = body["trial"]["spread"]["throughput_gbps"]
+    assert spread["min"] < body["trial"]["metrics"]["throughput_gbps"] < spread["max"]
+    second = _submit_and_finish(client, tokens, budget=3, seed=5)
+    trials = client.get(f"/v1/jobs/{second['id']}/trials", headers=tokens.headers()).json()["items"]
+    assert body["config_hash"] not in {t["config_hash"] for t in trials}
+    again = client.get(f"/v1/jobs/{second['id']}/default", headers=tokens.headers()).json()
+    assert again["trial"] is None and again["history"]["repeats"] == 2
+    assert again["history"]["metrics"]["throughput_gbps"] == pytest.approx(body["trial"]["metrics"]["throughput_gbps"])
+    assert again["history"]["spread"]["throughput_gbps"]["max"] == pytest.approx(spread["max"])

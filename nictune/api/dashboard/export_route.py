@@ -20,11 +20,12 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.engine import Engine as DbEngine
 
+from nictune import db
 from nictune.api.auth import ReadToken
 from nictune.api.deps import get_db
 from nictune.api.routers.jobs import JobId, require_job
 from nictune.api.schemas.common import error_responses, json_error_responses
-from nictune.api.views import clean_metrics, sim_note
+from nictune.api.views import clean_metrics, clean_spread, sim_note
 from nictune.db import Configuration, Trial, session_scope
 from nictune.export import (
     ExportSource,
@@ -37,7 +38,7 @@ from nictune.export import (
     render_tuned,
     rollback_path,
 )
-from nictune.optimizer import get_objective
+from nictune.optimizer import Goal, get_objective
 from nictune.search_spaces import space_from_dict
 
 ExportFormat = Literal["json", "sysctl", "tuned", "script"]
@@ -54,6 +55,17 @@ class DefaultTrial(BaseModel):
 
     number: int
     metrics: dict[str, float | None] = Field(description="Mean over the repeats.")
+    spread: dict[str, dict[str, float | None]] = Field(
+        default_factory=dict, description="Metric -> min and max over the repeats.")
+
+
+class DefaultHistory(BaseModel):
+    """Earlier measurements of the default configuration on the job's testbed and workload
+    (from any job), for a job whose own trials did not measure it (a warm start knew it)."""
+
+    repeats: int = Field(description="Measurements behind the figures.")
+    metrics: dict[str, float | None] = Field(description="Mean over the measurements.")
+    spread: dict[str, dict[str, float | None]] = Field(description="Metric -> min and max.")
 
 
 class JobDefault(BaseModel):
@@ -65,6 +77,9 @@ class JobDefault(BaseModel):
     config: dict[str, Any] = Field(description="Knob -> default value (active knobs only).")
     units: dict[str, str] = Field(description="Knob -> unit, for every knob of the space that has one.")
     trial: DefaultTrial | None = Field(description="The trial that measured the default; null if none did (yet).")
+    history: DefaultHistory | None = Field(
+        None, description="When no trial of the job measured the default: its earlier measurements on this "
+                          "testbed and workload, if any (what the local report shows); else null.")
     objective: dict[str, Any] = Field(description="The objective that ranks trials: name, metric, per, "
                                                   "direction, label, unit.")
     simulated: bool
@@ -147,16 +162,24 @@ def export_router() -> APIRouter:
             for number, summary in s.execute(stmt):
                 metrics = (summary or {}).get("metrics")
                 if metrics:
-                    measured = DefaultTrial(number=number, metrics=clean_metrics(metrics))
+                    measured = DefaultTrial(number=number, metrics=clean_metrics(metrics),
+                                            spread=clean_spread(summary.get("spread")))
                     break
+            history = None
+            if measured is None:
+                samples = db.cached_samples(s, job.testbed_id, job.workload_id, default.hash)
+                if samples:
+                    history = DefaultHistory(repeats=len(samples), metrics=clean_metrics(Goal.mean_metrics(samples)),
+                                             spread=clean_spread(Goal.spread(samples)))
             simulated = job.testbed.kind == "sim"
             return JobDefault(
                 job_id=job_id, space=job.space_name, config_hash=default.hash, config=default.as_dict(),
                 units={name: knob.unit for name, knob in space.knobs.items() if knob.unit}, trial=measured,
+                history=history,
                 objective=get_objective(str(job.objectives[0])).describe(), simulated=simulated,
                 note=sim_note(simulated))
 
     return router
 
 
-__all__ = ["DefaultTrial", "JobDefault", "export_filename", "export_router", "render_export"]
+__all__ = ["DefaultHistory", "DefaultTrial", "JobDefault", "export_filename", "export_router", "render_export"]

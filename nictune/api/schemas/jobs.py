@@ -130,6 +130,8 @@ class BestTrial(BaseModel):
     config_hash: str
     config: dict[str, Any]
     metrics: dict[str, float | None]
+    spread: dict[str, dict[str, float | None]] = Field(
+        default_factory=dict, description="Metric -> min and max over the trial's repeats.")
     score: dict[str, Any]
     changes: list[KnobChange] = Field(default_factory=list,
                                       description="The knobs of `config` that differ from the space's default "
