@@ -175,7 +175,7 @@ def recommendation_view(rec: Mapping[str, Any] | None) -> Recommendation | None:
 
 
 def _search_details(job: Job, detailed: bool) -> dict[str, Any]:
-    """Racing, noise, warm start and Pareto front of a job (from its stats)."""
+    """Racing, noise, warm start, final race and Pareto front of a job (from its stats)."""
     stats = job.stats or {}
     out: dict[str, Any] = {
         "racing": bool((stats.get("options") or {}).get("racing")),
@@ -190,6 +190,8 @@ def _search_details(job: Job, detailed: bool) -> dict[str, Any]:
         out["recommendation"] = rec
     if stats.get("noise"):
         out["noise"] = {name: {k: float(v) for k, v in d.items()} for name, d in stats["noise"].items()}
+    if stats.get("final_race"):
+        out["final_race"] = [str(h) for h in stats["final_race"]]
     if stats.get("front") is not None:
         out["front"] = [FrontMember(number=int(f["number"]), config_hash=str(f["hash"]),
                                     metrics=clean_metrics(f.get("metrics")), feasible=bool(f.get("feasible")))
@@ -204,12 +206,14 @@ def trial_view(trial: Trial, config: Configuration, *, simulated: bool, testbed:
     # Stored summaries went through SafeJSON, which already replaced NaN and infinities by
     # null; passing them on as they are keeps long pages cheap.
     repeats = summary.get("repeats")
+    cached_from = summary.get("cached_from")
     return TrialOut(
         job_id=trial.job_id, number=trial.number, state=trial.state,  # type: ignore[arg-type]
         source=trial.source,  # type: ignore[arg-type]
         config_hash=config.hash, config=config_dict(config), metrics=summary.get("metrics") or {},
         spread=summary.get("spread") or {}, score=clean_score(summary.get("score")),
         repeats=repeats if isinstance(repeats, int) else None,
+        cached_from=cached_from if isinstance(cached_from, int) else None,
         seconds=finite(summary.get("seconds")), error=trial.error, started_at=trial.started_at,
         finished_at=trial.finished_at, testbed=testbed, workload=workload, simulated=simulated,
     )

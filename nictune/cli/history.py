@@ -118,8 +118,7 @@ def show(
 ) -> None:
     """One job: its settings and every trial in order with its metrics.
 
-    With --server the job is read from the service; the API does not say which trials came
-    from the cache and were raced, so those marks are missing there.
+    With --server the job is read from the service, with the same table.
     """
     server = server or (ctx.obj or {}).get("server")
     if server is not None:

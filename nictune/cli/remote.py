@@ -186,8 +186,7 @@ def _measured(metrics: dict[str, Any] | None) -> dict[str, Any]:
 
 def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A job and its trials through the API, in the shapes of ``job_report`` and
-    ``trial_rows`` (what ``history show`` prints). The API has no per-trial cache
-    provenance or final-race list, so those marks are left out."""
+    ``trial_rows`` (what ``history show`` prints)."""
     from nictune.api.client import Client
 
     with Client(server, token=token) as client:
@@ -201,7 +200,8 @@ def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict
         "simulated": bool(job.get("simulated")), "workload": job["workload"], "objectives": job["objectives"],
         "constraints": job.get("constraints") or [], "budget": job["budget"], "repeats": job["repeats"],
         "seed": job["seed"], "engine_done_at": job.get("engine_done_at"), "racing": bool(job.get("racing")),
-        "noise": job.get("noise"), "recommendation": rec, "stats": {}, "notices": job.get("notices") or [],
+        "noise": job.get("noise"), "recommendation": rec,
+        "stats": {"final_race": job.get("final_race") or []}, "notices": job.get("notices") or [],
         "best": {"number": number} if number is not None else None,
         "best_feasible": (best.get("score") or {}).get("feasible") if best else None,
         "front": [{"number": f["number"], "config_hash": f["config_hash"], "metrics": f["metrics"]}
@@ -209,7 +209,8 @@ def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict
     }
     rows = [{"number": t["number"], "state": t["state"], "source": t["source"], "config_hash": t["config_hash"],
              "metrics": _measured(t.get("metrics")),
-             "repeats": t.get("repeats"), "cached_from": None, "error": t.get("error")} for t in items]
+             "repeats": t.get("repeats"), "cached_from": t.get("cached_from"), "error": t.get("error")}
+            for t in items]
     return report, rows
 
 

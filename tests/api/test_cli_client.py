@@ -198,3 +198,27 @@ def test_history_through_the_service_reads_past_one_page(db_url: str, tmp_path: 
     ids = [j["id"] for j in json.loads(remote.stdout)]
     assert len(ids) == 1002 and len(set(ids)) == 1002
     assert ids == [j["id"] for j in json.loads(local.stdout)]
+
+
+def test_history_show_through_the_service_marks_the_cache_and_the_final_race(db_url: str, tmp_path: Path) -> None:
+    """The second job answers its first trials from the first one's measurements and races one
+    of them again: `history show --server` prints the local output line for line, with the
+    `cache+race` mark and the final-race line (the API did not say which trials came from
+    the cache, so the remote table had neither)."""
+    token = cli_token(db_url, "submit", "cli")
+    wide = {**os.environ, "COLUMNS": "200"}
+    with running_server(db_url, tmp_path / "server.log") as server:
+        for seed in ("4", "5"):
+            run = cli("optimize", "--objective", "throughput", "--budget", "20", "--seed", seed, "--server",
+                      server.url, "--token", token, "--json", env_db=db_url)
+            assert run.returncode == 0, run.stderr
+        job_id = str(json.loads(run.stdout)["id"])
+        there = subprocess.run([sys.executable, "-m", "nictune", "history", "show", job_id, "--server", server.url,
+                                "--token", token], capture_output=True, text=True, timeout=180,
+                               env=wide | {"NICTUNE_DB": "sqlite:////x/y.db"})
+    here = subprocess.run([sys.executable, "-m", "nictune", "history", "show", job_id], capture_output=True,
+                          text=True, timeout=180, env=wide | {"NICTUNE_DB": db_url})
+    assert there.returncode == 0 and here.returncode == 0, there.stderr + here.stderr
+    assert there.stdout == here.stdout
+    sources = [line.split("│")[2].strip() for line in there.stdout.splitlines() if line.startswith("│")]
+    assert "cache+race" in sources and "final race: trials" in there.stdout, there.stdout

@@ -230,6 +230,9 @@ class JobOut(BaseModel):
                                                                     "configuration with its interval.")
     noise: dict[str, dict[str, float]] | None = Field(
         None, description="Testbed noise estimated from the repeats (coefficient of variation per metric).")
+    final_race: list[str] | None = Field(
+        None, description="Finished jobs with racing: the configurations (hashes) measured once more at the end, "
+                          "the best after the search, before the recommendation was chosen.")
     front: list[FrontMember] | None = Field(None, description="Multi-objective jobs: the Pareto front.")
     links: JobLinks
 

@@ -34,6 +34,9 @@ class TrialOut(BaseModel):
     spread: dict[str, dict[str, float | None]] = Field(description="min, max, stdev of each metric.")
     score: dict[str, Any] | None = Field(description="feasible, value, violation as the job's goal saw it.")
     repeats: int | None = None
+    cached_from: int | None = Field(
+        None, description="Answered from the cache when the job asked for it: how many earlier runs it reused "
+                          "(with source 'measured': measured again in the final race since).")
     seconds: float | None = Field(None, description="Wall-clock seconds the measurement took.")
     error: str | None = None
     started_at: datetime
