@@ -110,12 +110,11 @@ def print_jobs(title: str, rows: list[dict[str, Any]], *, filtered: bool) -> Non
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=0, show_edge=False)
     for col in ("job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached"):
         table.add_column(col, justify="right" if col in ("job", "trials", "cached") else "left", overflow="fold")
-    testbeds = [r["testbed"] + (" (sim)" if r["simulated"] and not r["testbed"].startswith("sim:") else "")
-                for r in rows]
-    for r, testbed in zip(rows, testbeds, strict=True):
+    for r in rows:
+        sim = r["simulated"] and not r["testbed"].startswith("sim:")
         goal = ", ".join(r["objectives"]) + (f" [{', '.join(r['constraints'])}]" if r["constraints"] else "")
         table.add_row(str(r["job_id"]), r["state"], str(r["created_at"])[:16].replace("T", " "),
-                      testbed, r["workload"], goal,
+                      r["testbed"] + (" (sim)" if sim else ""), r["workload"], goal,
                       r["engine"], f"{r['done']}/{r['budget']}", str(r["cached"]))
     console.print(table)
     if not rows:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy.engine import Engine as DbEngine
+from sqlalchemy.orm import Session
 
 from nictune import db
 from nictune.optimizer import Goal, Score
@@ -48,6 +49,15 @@ def knob_changes(space: SearchSpace, config: Mapping[str, Any]) -> list[dict[str
             for name, knob in space.knobs.items() if default.get(name) != config.get(name)]
 
 
+def earlier_figures(s: Session, job: db.Job, config_hash: str) -> dict[str, Any] | None:
+    """A configuration's earlier measurements on the job's testbed and workload (from any
+    job): ``repeats``, mean ``metrics`` and ``spread``; ``None`` if it was never measured there."""
+    samples = db.cached_samples(s, job.testbed_id, job.workload_id, config_hash)
+    if not samples:
+        return None
+    return {"repeats": len(samples), "metrics": Goal.mean_metrics(samples), "spread": Goal.spread(samples)}
+
+
 def job_header(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     """What :func:`job_report` says of the job itself (no trials read): enough for a header."""
     with db.session_scope(dbe) as s:
@@ -88,12 +98,16 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
         goal = Goal.from_names(list(job.objectives), list(job.constraints))
         trials = db.job_trials(s, job_id)
         rows = trial_rows(trials)
+        completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
         default_config = space.default()
-        default_history = db.cached_samples(s, job.testbed_id, job.workload_id, default_config.hash)
+        default = next((r for r in completed if r["config_hash"] == default_config.hash), None)
+        earlier = earlier_figures(s, job, default_config.hash) if default is None else None
+        if earlier is not None:  # not a trial of this job (a warm start knew it already)
+            default = {"number": None, "state": "completed", "source": "history", "config_hash": default_config.hash,
+                       "config": default_config.canonical_json, "score": None, "error": None, **earlier}
         recommended_id = job.best_trial_id
         recommended = next((t.number for t in trials if t.id == recommended_id), None)
         info = _job_fields(job)
-    completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
     info["trials"] = len(rows)
     # Counted by how each trial was answered when the job asked for it, as the job's progress
     # counts them: a cached trial the final race measured again is still "from the cache".
@@ -116,14 +130,6 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     info["notices"] = list(stats.get("notices") or [])
     info["space_size"] = space.size()
     info["front"] = [r for r in completed if r["number"] in {f["number"] for f in stats.get("front") or []}]
-    default_hash = space.default().hash
-    default = next((r for r in completed if r["config_hash"] == default_hash), None)
-    if default is None and default_history:
-        # Not a trial of this job (a warm start knew it already): earlier measurements.
-        default = {"number": None, "state": "completed", "source": "history", "config_hash": default_hash,
-                   "config": default_config.canonical_json, "metrics": Goal.mean_metrics(default_history),
-                   "spread": Goal.spread(default_history), "repeats": len(default_history), "score": None,
-                   "error": None}
     info["best"] = best
     info["default"] = default
     if best is not None:

@@ -170,3 +170,20 @@ def test_the_jobs_table_at_80_columns_cuts_no_testbed_name(tmp_path: Path) -> No
     start, end = header.index("testbed"), header.index("workload")
     cell = "".join(line[start:end].strip() for line in lines[lines.index(header) + 2:])
     assert cell == "sim:benson-40g", listed.stdout
+
+
+def test_a_warm_started_job_shows_the_default_from_earlier_measurements(tmp_path: Path) -> None:
+    db = tmp_path / "history.db"
+    first = nictune(db, "optimize", "--objective", "throughput", "--budget", "6", "--seed", "2", "--json")
+    assert first.returncode == 0, first.stderr
+    measured = json.loads(first.stdout)["default"]
+    assert measured["trial"] == 0
+    second = nictune(db, "optimize", "--objective", "throughput", "--budget", "3", "--seed", "5", "--json")
+    assert second.returncode == 0, second.stderr
+    doc = json.loads(second.stdout)
+    assert doc["warm_start"]["reused"] > 0
+    # Not a trial of the second job: the first job's measurements of it, with their spread.
+    assert doc["default"]["trial"] is None and doc["default"]["config_hash"] == measured["config_hash"]
+    assert doc["default"]["metrics"] == pytest.approx(measured["metrics"])
+    assert doc["default"]["spread"]["throughput_gbps"]["max"] == pytest.approx(
+        measured["spread"]["throughput_gbps"]["max"])

@@ -20,7 +20,6 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.engine import Engine as DbEngine
 
-from nictune import db
 from nictune.api.auth import ReadToken
 from nictune.api.deps import get_db
 from nictune.api.routers.jobs import JobId, require_job
@@ -38,7 +37,8 @@ from nictune.export import (
     render_tuned,
     rollback_path,
 )
-from nictune.optimizer import Goal, get_objective
+from nictune.jobs.report import earlier_figures
+from nictune.optimizer import get_objective
 from nictune.search_spaces import space_from_dict
 
 ExportFormat = Literal["json", "sysctl", "tuned", "script"]
@@ -165,12 +165,10 @@ def export_router() -> APIRouter:
                     measured = DefaultTrial(number=number, metrics=clean_metrics(metrics),
                                             spread=clean_spread(summary.get("spread")))
                     break
-            history = None
-            if measured is None:
-                samples = db.cached_samples(s, job.testbed_id, job.workload_id, default.hash)
-                if samples:
-                    history = DefaultHistory(repeats=len(samples), metrics=clean_metrics(Goal.mean_metrics(samples)),
-                                             spread=clean_spread(Goal.spread(samples)))
+            earlier = earlier_figures(s, job, default.hash) if measured is None else None
+            history = None if earlier is None else DefaultHistory(
+                repeats=earlier["repeats"], metrics=clean_metrics(earlier["metrics"]),
+                spread=clean_spread(earlier["spread"]))
             simulated = job.testbed.kind == "sim"
             return JobDefault(
                 job_id=job_id, space=job.space_name, config_hash=default.hash, config=default.as_dict(),
