@@ -7,9 +7,8 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -169,36 +168,45 @@ def test_a_sim_worker_measures_what_the_local_executor_measures(redis_prefix: st
 
 
 class _Pending:
-    """A task result that becomes ready once ``ready_at`` (monotonic) has passed."""
+    """A task result that becomes ready once ``done()`` says so, or at the latest ``deadline_s``
+    seconds after it was made (so that a test that goes wrong ends and its assertions say why)."""
 
     state = "SUCCESS"
 
-    def __init__(self, ready_at: float):
-        self.ready_at = ready_at
+    def __init__(self, done: Callable[[], bool], deadline_s: float = 10.0):
+        self.done = done
+        self.deadline = time.monotonic() + deadline_s
         self.result = {"ok": True}
 
     def ready(self) -> bool:
-        return time.monotonic() >= self.ready_at
+        return self.done() or time.monotonic() >= self.deadline
 
 
 def test_a_changed_waiting_reason_does_not_flip_the_job_to_running(redis_prefix: str) -> None:
     """No live worker, then one on another broker: the job is told the new reason before the
-    old one ends, so it stays waiting (it flipped to running and back for a moment)."""
+    old one ends, so it stays waiting (it flipped to running and back for a moment).
+
+    The worker joins as soon as the job is told it waits, and a request counts as stale after
+    0.5 s, less than the 1 s between two looks at the registry: the second look sees the
+    worker on the other broker, whatever the machine's speed."""
     registry = Registry(REDIS_URL, redis_prefix)
     told: list[str | None] = []
+    record = WorkerRecord("w1@h", "h", os.getpid(), "sim:benson-40g", "lab", "sim", {}, state="idle",
+                          broker="redis://elsewhere:6379/0")
+
+    def on_wait(_job: int, message: str | None) -> None:
+        told.append(message)
+        if len(told) == 1:  # the first reason, "no live worker": now one appears
+            registry.publish(record, ttl_s=30)
+
+    def mismatch_told() -> bool:
+        return any(m is not None and "take requests from" in m for m in told)
+
     try:
-        record = WorkerRecord("w1@h", "h", os.getpid(), "sim:benson-40g", "lab", "sim", {}, state="idle",
-                              broker="redis://elsewhere:6379/0")
         registry.join(record, simulated=True, default_space="benson-40g")
-        executor = CeleryExecutor("lab", app=None, registry=registry, on_wait=lambda _job, m: told.append(m),  # type: ignore[arg-type]
-                                  poll_s=0.05, broker=REDIS_URL, stale_s=1.5)
-        start = time.monotonic()
-        joiner = threading.Timer(1.2, lambda: registry.publish(record, ttl_s=30))
-        joiner.start()
-        try:
-            assert executor._wait(_Pending(start + 4.5), request_for("lab", 1)) == {"ok": True}
-        finally:
-            joiner.cancel()
+        executor = CeleryExecutor("lab", app=None, registry=registry, on_wait=on_wait,  # type: ignore[arg-type]
+                                  poll_s=0.05, broker=REDIS_URL, stale_s=0.5)
+        assert executor._wait(_Pending(mismatch_told), request_for("lab", 1)) == {"ok": True}
         reasons = [m for m in told if m is not None]
         assert reasons[0] == "waiting for a worker on pool lab", told
         assert "take requests from redis://elsewhere:6379/0" in reasons[-1], told
