@@ -49,6 +49,11 @@ MAX_BATCH = 64
 #: nothing (iperf3 missing, a link down, a knob its hosts refuse) would otherwise spend the
 #: whole budget, each failure after its own timeout.
 FAIL_FAST = 5
+#: Once a trial was measured, a job stops, failed, when this many trials fail in a row: a
+#: testbed that breaks in the middle of a job (a link down, a host rebooted) would otherwise
+#: spend the rest of the budget on failures. A few failures in a row are a region of the space
+#: the hosts refuse (the engine learns to avoid it), not a broken testbed.
+FAIL_STREAK = 10
 #: The engine a job gets when none is named: one objective / several objectives.
 DEFAULT_ENGINE = "bayes"
 DEFAULT_MULTI_ENGINE = "nsga2"
@@ -581,29 +586,31 @@ class JobRunner:
 
 
 class _FailureStreak:
-    """The failed trials of one run of a job while none was measured (:data:`FAIL_FAST`)."""
+    """Failed trials since the job (re)started while none was measured (:data:`FAIL_FAST`),
+    then failed trials since the last measured one (:data:`FAIL_STREAK`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._failed: list[TrialEvent] | None = []  # None once a trial was measured
+        self._failed: list[TrialEvent] = []
+        self.measured = False
         self.tripped = False
 
     def add(self, event: TrialEvent) -> None:
         with self._lock:
-            if self._failed is None:
-                return
             if event.source == "measured":
-                self._failed = None
+                self.measured = True
+                self._failed = []
             elif event.source == "failed":
                 self._failed.append(event)
-                self.tripped = len(self._failed) >= FAIL_FAST
+                self.tripped = len(self._failed) >= (FAIL_STREAK if self.measured else FAIL_FAST)
 
     def error(self, job_id: int) -> str:
         """Why the job stopped: the last error, and how many others there were."""
-        failed = self._failed or []
+        failed = self._failed
         errors = list(dict.fromkeys(e.error or "no reason given" for e in reversed(failed)))
         others = len(errors) - 1
-        return (f"stopped after {len(failed)} trials failed and none was measured: {errors[0]}"
+        what = "in a row failed" if self.measured else "failed and none was measured"
+        return (f"stopped after {len(failed)} trials {what}: {errors[0]}"
                 + (f" (and {others} other error{'s' if others > 1 else ''})" if others else "")
                 + f"; check the testbed (nictune testbed check for a pair file), then start a new job or "
                 f"resume this one (nictune optimize --resume {job_id})")

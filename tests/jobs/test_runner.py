@@ -94,6 +94,14 @@ def run_on(engine: Engine, job: int, testbed: type[SimTestbed]) -> JobOutcome:
     return runner._loop(job, prep)
 
 
+def assert_stopped(engine: Engine, job: int, why: str) -> None:
+    """The job's stored error starts with ``why`` and ends with the hint to resume it."""
+    with db.session_scope(engine) as s:
+        error = db.get_job(s, job).error or ""
+    assert error.startswith(why), error
+    assert error.endswith(f"resume this one (nictune optimize --resume {job})"), error
+
+
 def test_failed_measurements_are_recorded_and_the_job_goes_on(engine: Engine) -> None:
     class Flaky(SimTestbed):
         calls = 0
@@ -209,10 +217,7 @@ def test_a_job_whose_trials_all_fail_stops_after_five_and_resumes_once_fixed(eng
                                      racing=False))
     outcome = run_on(engine, job, Broken)
     assert FAIL_FAST == 5 and (outcome.state, outcome.trials, outcome.failed) == ("failed", 5, 5)
-    with db.session_scope(engine) as s:
-        error = db.get_job(s, job).error or ""
-    assert error.startswith("stopped after 5 trials failed and none was measured: iperf3: unable to connect")
-    assert error.endswith(f"resume this one (nictune optimize --resume {job})")
+    assert_stopped(engine, job, "stopped after 5 trials failed and none was measured: iperf3: unable to connect")
     # Resumed once the testbed works: the five failed trials stay, the rest is measured, and
     # the old failures do not stop it again.
     Broken.fixed = True
@@ -220,8 +225,9 @@ def test_a_job_whose_trials_all_fail_stops_after_five_and_resumes_once_fixed(eng
     assert (outcome.state, outcome.trials, outcome.failed, outcome.measured) == ("completed", 30, 5, 25)
 
 
-def test_failures_after_a_success_do_not_stop_the_job(engine: Engine) -> None:
+def test_fewer_failures_in_a_row_than_the_streak_after_a_success_do_not_stop_the_job(engine: Engine) -> None:
     from nictune.errors import MeasurementError
+    from nictune.jobs.runner import FAIL_STREAK
 
     class FailsAfterTheFirst(SimTestbed):
         calls = 0
@@ -232,10 +238,40 @@ def test_failures_after_a_success_do_not_stop_the_job(engine: Engine) -> None:
                 raise MeasurementError("link down (test)")
             return super().measure(settings, workload, repeats, seed)
 
-    job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=9, seed=1,
+    budget = FAIL_STREAK  # one measured, then FAIL_STREAK - 1 failures in a row
+    job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=budget, seed=1,
                                      racing=False))
     outcome = run_on(engine, job, FailsAfterTheFirst)
-    assert (outcome.state, outcome.measured, outcome.failed) == ("completed", 1, 8)
+    assert (outcome.state, outcome.measured, outcome.failed) == ("completed", 1, FAIL_STREAK - 1)
+
+
+def test_a_testbed_that_breaks_mid_job_stops_it_after_ten_failures_in_a_row(engine: Engine) -> None:
+    """Failures between measured trials never add up; ten in a row stop the job with the
+    error and a resume hint, and the resume, once the testbed works, finishes the budget."""
+    from nictune.errors import MeasurementError
+    from nictune.jobs.runner import FAIL_STREAK
+
+    class Breaks(SimTestbed):
+        calls = 0
+        fixed = False
+
+        def measure(self, settings, workload, repeats, seed):  # type: ignore[no-untyped-def]
+            Breaks.calls += 1
+            # Calls 1-11: every other one fails (5 failures, never two in a row); from 12 on,
+            # the link is down until fixed.
+            if not Breaks.fixed and (Breaks.calls > 11 or Breaks.calls % 2 == 0):
+                raise MeasurementError("ip: link nt0 is down (test)")
+            return super().measure(settings, workload, repeats, seed)
+
+    job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=40, seed=1,
+                                     racing=False))
+    outcome = run_on(engine, job, Breaks)
+    assert FAIL_STREAK == 10
+    assert (outcome.state, outcome.trials, outcome.measured, outcome.failed) == ("failed", 21, 6, 15)
+    assert_stopped(engine, job, "stopped after 10 trials in a row failed: ip: link nt0 is down (test)")
+    Breaks.fixed = True
+    outcome = run_on(engine, job, Breaks)
+    assert (outcome.state, outcome.trials, outcome.measured, outcome.failed) == ("completed", 40, 25, 15)
 
 
 def test_answers_from_the_cache_do_not_hide_a_testbed_that_measures_nothing(engine: Engine) -> None:
