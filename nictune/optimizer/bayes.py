@@ -111,6 +111,12 @@ ROUND_CYCLE: tuple[str, ...] = ("global",)
 EXPERT_ROUND_CYCLE = ("local", "coordinate")
 EXPERT_N_INIT = 3
 ROUND_KINDS = ("global", "local", "coordinate")
+#: Suggestions the ``tpe`` surrogate may make for one proposal before a uniform sample takes
+#: its place: a converged TPE keeps suggesting configurations already measured (or ones the
+#: space repairs), and each suggestion costs a pass over every trial. bench/engines.py, Nurika,
+#: 20 seeds: 20 attempts spent 35 s per run of 100 evaluations on a slow day, most of the
+#: bench's time.
+TPE_ATTEMPTS = 5
 
 
 
@@ -746,7 +752,7 @@ class _TpeBackend:
         out: list[Configuration] = []
         taken: set[str] = set()
         for _ in range(q):
-            for _attempt in range(20):
+            for _attempt in range(TPE_ATTEMPTS):
                 trial = self.study.ask()
                 config = self.space.repair(self._suggest(trial), self.engine.rng)
                 if self.engine._fresh(config, taken) and self._params(config) == trial.params:
