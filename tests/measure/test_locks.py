@@ -46,7 +46,7 @@ def overlaps(tmp_path: Path, runs: list[tuple[str, list[Setting]]]) -> bool:
                 inside.append(n)
                 if len(inside) > 1:
                     overlap.set()
-            time.sleep(0.3)
+            overlap.wait(0.6)  # stay inside until another trial joins (if it can), at most 0.6 s
             with guard:
                 inside.remove(n)
 
