@@ -13,9 +13,8 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.figure import Figure
 from sqlalchemy.engine import Engine as DbEngine
 
 from nictune import __version__
@@ -25,6 +24,9 @@ from nictune.report import figures
 from nictune.report.data import SIMULATED_NOTE, JobData, TrialData, gain, load_job
 from nictune.report.importance import Importance, knob_importance
 from nictune.report.ofat import ofat_rounds
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Rounds of a one-factor job that get a figure each (later rounds are usually short).
 MAX_OFAT_ROUNDS = 4

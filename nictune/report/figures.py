@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
-
-from matplotlib.figure import Figure
-from matplotlib.layout_engine import ConstrainedLayoutEngine
+from typing import TYPE_CHECKING, Any
 
 from nictune.errors import MeasurementError
 from nictune.formatting import format_number
@@ -21,6 +18,9 @@ from nictune.optimizer.pareto import MultiScore, pareto_front
 from nictune.report.data import JobData, TrialData, median
 from nictune.report.importance import Importance
 from nictune.report.ofat import Round
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Loss of 0 % cannot sit on a log axis: it is drawn at this floor (in percent).
 LOSS_FLOOR = 1e-6
@@ -48,6 +48,11 @@ def fmt(value: float) -> str:
 
 
 def _figure(job: JobData, width: float, height: float) -> Figure:
+    # matplotlib is imported here, not with the module: it costs about a third of a second,
+    # and every CLI command imports this package but only `report` draws.
+    from matplotlib.figure import Figure
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
     if not job.simulated:
         return Figure(figsize=(width, height), dpi=100, layout="constrained")
     # Room at the bottom for the footer, so it never sits on a tick label.

@@ -126,6 +126,13 @@ def test_help_explains() -> None:
     assert res.returncode == 0 and "--workload" in res.stdout and "--set" in res.stdout
 
 
+def test_the_cli_imports_matplotlib_only_to_draw() -> None:
+    """Every command imports the CLI; matplotlib (a third of a second) only `report` needs."""
+    code = "import sys, nictune.cli.main; print('matplotlib' in sys.modules)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (res.returncode, res.stdout) == (0, "False\n"), res.stderr
+
+
 @pytest.mark.parametrize("name", builtin_names())
 def test_a_space_definition_round_trips_through_a_file(name: str, tmp_path: Path) -> None:
     """`spaces show NAME --definition > f.yaml` gives a space file that validates and loads as NAME."""
