@@ -313,7 +313,7 @@ def run_nictune(problem: Problem, engine_name: str, seed: int, budget: int, *, r
                         or run.evaluations >= limit):
                     break
                 measure(config)
-            engine.tell(config, policy.score(trials[config.hash]))
+            engine.tell(config, policy.score(trials[config.hash]), Goal.mean_metrics(trials[config.hash]))
     if engine.finished:
         run.finished_at = run.evaluations
     for e in range(1, budget + 1):

@@ -81,6 +81,9 @@ def show(
         table.add_row(k["name"], k["type"], k["allowed"], str(k["default"]), k.get("unit", ""),
                       k.get("when", ""), via)
     console.print(table)
+    relief = [f"{k['name']} ({k['relieves']})" for k in info["knobs"] if k.get("relieves")]
+    if relief:
+        console.print("bottlenecks the knobs relieve (diagnose rounds of bayes): " + "; ".join(relief))
     if info["constraints"]:
         console.print("constraints: " + "; ".join(info["constraints"]))
     if info["limits"]:

@@ -50,6 +50,12 @@ class TrialEvent:
     best_metrics: dict[str, float]
     error: str | None = None
     runs: int = 0  # benchmark runs this trial measured (0 for cache and replay)
+    #: The mean metrics the engine is told (``metrics`` unless a replay told it earlier ones).
+    told: dict[str, float] | None = None
+
+    @property
+    def told_metrics(self) -> dict[str, float]:
+        return self.metrics if self.told is None else self.told
 
 
 @dataclass(frozen=True)

@@ -409,7 +409,7 @@ class JobRunner:
                     return self._finish(ctx, race, "interrupted", number)
                 events = self._run_batch(ctx, race, number, batch, done, streak)
                 for event in events:  # in trial-number order: replay must see the same tells
-                    engine.tell(event.config, event.score)
+                    engine.tell(event.config, event.score, event.told_metrics)
                 number += len(events)
                 if streak.tripped:  # the rest of the batch is left for the resume, as after a stop
                     return self._finish(ctx, race, "failed", number, error=streak.error(ctx.job_id))
@@ -441,7 +441,7 @@ class JobRunner:
             self._notice("warm start: no earlier measurements of this space on this testbed and workload")
             return []
         first, rest = warm.split(ctx.goal, entries, prep.space)
-        told = prep.engine.warm_start([(c, ctx.score(m)) for c, m in rest])  # type: ignore[attr-defined]
+        told = prep.engine.warm_start([(c, ctx.score(m), m) for c, m in rest])  # type: ignore[attr-defined]
         self._notice(f"warm start: reused {len(entries)} earlier measured configurations "
                      f"({told} told to the engine, the best {len(first)} taken from the cache first)")
         return [c for c in first if not prep.engine.known(c)]
@@ -521,7 +521,7 @@ class JobRunner:
             return TrialEvent(ctx.job_id, number, ctx.budget, config, "failed", {}, Score.failed(), None, {})
         told = dict(summary.get("told") or summary["metrics"])
         return TrialEvent(ctx.job_id, number, ctx.budget, config, "replayed" if source == "measured" else "cache",
-                          dict(summary["metrics"]), ctx.score(told), None, {})
+                          dict(summary["metrics"]), ctx.score(told), None, {}, told=told)
 
     def _final_race(self, ctx: JobContext, race: Race) -> bool:
         """Measure the best few configurations once more, then the recommended one until it

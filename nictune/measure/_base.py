@@ -31,6 +31,14 @@ METRICS: dict[str, str] = {
     "interrupts_per_gb": "NIC interrupts on the receiver per gigabyte delivered",
     "cpu_rx_pct": "receiver CPU in percent of one core (150 = 1.5 cores)",
     "cpu_tx_pct": "sender CPU in percent of one core",
+    # Where packets were dropped and how busy the busiest core of each end was: the
+    # counters the bayes engine's diagnose rounds read (BOTTLENECKS in search_spaces).
+    "qdisc_drops": "packets the sender's root qdisc dropped during the run",
+    "ring_drops": "frames the receiver's device dropped (rx ring full or missed) during the run",
+    "backlog_drops": "frames dropped at the receiver's per-CPU input queue (softnet_stat) during the run",
+    "socket_drops": "datagrams dropped at a full receive socket buffer (UDP RcvbufErrors) during the run",
+    "rx_core_busy_pct": "utilisation of the receiver's busiest core, percent",
+    "tx_core_busy_pct": "utilisation of the sender's busiest core, percent",
 }
 
 _NO_IRQS = "a veth device has no interrupts (no line of /proc/interrupts names it)"

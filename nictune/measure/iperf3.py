@@ -2,8 +2,8 @@
 
 The receiver runs a one-off server (``iperf3 -s -1 -p PORT --idle-timeout N -J``), the
 sender the client; both can be pinned with ``taskset -c``. The run has a hard timeout
-(duration + warm-up + margin) after which both ends are killed. Counters are read on the
-receiver before and after (see :mod:`nictune.measure.counters`).
+(duration + warm-up + margin) after which both ends are killed. Counters are read on both
+ends before and after (see :mod:`nictune.measure.counters`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,13 @@ from typing import Any
 
 from nictune.errors import HostCommandError, MeasurementError
 from nictune.measure._base import Sample, Workload
-from nictune.measure.counters import counter_delta, derive, read_counters
+from nictune.measure.counters import (
+    bottleneck_metrics,
+    counter_delta,
+    derive,
+    read_counters,
+    read_sender_counters,
+)
 from nictune.measure.hosts import Host, Process
 from nictune.measure.validation import check_cpu_list, check_device, check_int, check_token
 
@@ -174,6 +180,7 @@ def run_iperf3(
     idle = int(hard_timeout) + 5
     _check_port_free(ends.receiver, ends.port)
     before = read_counters(ends.receiver, ends.receiver_device)
+    sender_before = read_sender_counters(ends.sender, ends.sender_device)
     t0, started = time.monotonic(), datetime.now(UTC)
     server = ends.receiver.spawn(server_argv(ends.port, idle, receiver_cpus))
     try:
@@ -195,11 +202,14 @@ def run_iperf3(
     elapsed = time.monotonic() - t0
     after = read_counters(ends.receiver, ends.receiver_device)
     delta = counter_delta(before, after)
+    sender_delta = counter_delta(sender_before, read_sender_counters(ends.sender, ends.sender_device))
     derived = derive(delta, elapsed, summary["received_bytes"])
+    metrics |= bottleneck_metrics(delta, sender_delta, workload.protocol)
     if delta.get("irq_lines", 0) > 0:  # a device without IRQ lines (veth) has no interrupt figure, not 0
         metrics["interrupts_per_s"] = derived["interrupts_per_s"]
         metrics["interrupts_per_gb"] = derived["interrupts_per_gb"]
     if workload.protocol == "tcp":
         metrics["packet_rate_mpps"] = derived["rx_packets_per_s"] / 1e6
-    counters = {"delta": delta, "derived": derived, "iperf3": summary, "window_s": elapsed}
+    counters = {"delta": delta, "sender_delta": sender_delta, "derived": derived, "iperf3": summary,
+                "window_s": elapsed}
     return Sample(metrics, started, datetime.now(UTC), counters)

@@ -135,6 +135,7 @@ class Engine(ABC):
                 self.start.append(canonical)
         self._asked: dict[str, Configuration] = {}
         self._scores: dict[str, Score] = {}
+        self._metrics: dict[str, dict[str, float]] = {}
         self._best: tuple[Configuration, Score] | None = None
 
     # ------------------------------------------------------------ parameters
@@ -188,17 +189,25 @@ class Engine(ABC):
             self._asked[config.hash] = config
         return out
 
-    def tell(self, config: Configuration, score: Score) -> None:
+    def tell(self, config: Configuration, score: Score, metrics: Mapping[str, float] | None = None) -> None:
         """Record the score of ``config``. A second tell of the same hash is ignored.
 
         A configuration the engine did not ask for is recorded (it counts for
         :meth:`best` and is never proposed), but does not steer the search.
+
+        Args:
+            config: the configuration measured.
+            score: what it scored.
+            metrics: the mean metrics behind the score (counters such as drops or the
+                busiest core), for engines that read more than the score; optional.
         """
         if not isinstance(score, Score):
             raise TypeError(f"tell() needs a Score, got {type(score).__name__}")
         if config.hash in self._scores:
             return
         self._scores[config.hash] = score
+        if metrics:
+            self._metrics[config.hash] = {k: float(v) for k, v in metrics.items()}
         if self._best is None or score > self._best[1]:
             self._best = (config, score)
         self._tell(config, score)
@@ -223,6 +232,10 @@ class Engine(ABC):
     def score_of(self, config: Configuration) -> Score | None:
         """The score told for ``config``, if any."""
         return self._scores.get(config.hash)
+
+    def metrics_of(self, config: Configuration) -> dict[str, float]:
+        """The metrics told with ``config``'s score (empty when none were)."""
+        return self._metrics.get(config.hash, {})
 
     @property
     def awaiting(self) -> list[Configuration]:

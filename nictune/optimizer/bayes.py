@@ -65,6 +65,7 @@ import numpy as np
 
 from nictune.errors import InvalidInputError
 from nictune.optimizer._base import Engine, Param, register_engine
+from nictune.optimizer.diagnosis import relief_moves
 from nictune.optimizer.objectives import Score
 from nictune.search_spaces import BoolKnob, ChoiceKnob, Configuration, Knob, SearchSpace, Value
 
@@ -101,7 +102,7 @@ CLIMBERS = 3
 #: LENGTH_SCALE_MIN: linux-nic 59% against 34% with (global, local, coordinate), 43% with
 #: (global, local) and 41% with (global, global, coordinate); Mishra TCP 98% and Nurika 100%
 #: either way. Local and coordinate rounds spend measurements around a plateau there.
-ROUND_CYCLE: tuple[str, ...] = ("global",)
+ROUND_CYCLE: tuple[str, ...] = ("diagnose", "global")
 #: With an expert's configuration among the start ones (a second start configuration, e.g.
 #: the space's baseline profile), searching around it pays: a small first round and no
 #: global rounds. Measured on bench/engines.py, Benson UDP, configuration recommended at 50
@@ -110,7 +111,7 @@ ROUND_CYCLE: tuple[str, ...] = ("global",)
 #: reached 29%, hence two plans.
 EXPERT_ROUND_CYCLE = ("local", "coordinate")
 EXPERT_N_INIT = 3
-ROUND_KINDS = ("global", "local", "coordinate")
+ROUND_KINDS = ("global", "local", "coordinate", "diagnose")
 #: Suggestions the ``tpe`` surrogate may make for one proposal before a uniform sample takes
 #: its place: a converged TPE keeps suggesting configurations already measured (or ones the
 #: space repairs), and each suggestion costs a pass over every trial. bench/engines.py, Nurika,
@@ -399,21 +400,25 @@ class BayesEngine(Engine):
         told.sort(key=lambda t: (0, position[t[1].hash], 0) if t[1].hash in position else (1, 0, t[0]))
         return [c for _, c in told]
 
-    def warm_start(self, history: Iterable[tuple[Mapping[str, Any] | Configuration, Score]]) -> int:
-        """Tell past trials (configuration, score) before asking; returns how many were new.
+    def warm_start(self, history: Iterable[tuple[Any, ...]]) -> int:
+        """Tell past trials (configuration, score[, mean metrics]) before asking; returns how
+        many were new.
 
         Configurations that are not valid in this space are skipped; the ones told are never
-        proposed again, and the model learns from them.
+        proposed again, and the model learns from them (and from their counters, when given).
         """
         added = 0
-        for raw, score in history:
+        for entry in history:
+            raw: Mapping[str, Any] | Configuration = entry[0]
+            score: Score = entry[1]
+            metrics: Mapping[str, float] | None = entry[2] if len(entry) > 2 else None
             try:
                 config = raw if isinstance(raw, Configuration) else self.space.configuration(dict(raw))
                 config = self.space.configuration(config.as_dict(), strict=True)
             except InvalidInputError:  # another space's configuration: nothing to learn here
                 continue
             if self.score_of(config) is None:
-                self.tell(config, score)
+                self.tell(config, score, metrics)
                 added += 1
         return added
 
@@ -493,7 +498,7 @@ class BayesEngine(Engine):
         return out
 
     def _round_kind(self) -> str:
-        """Model rounds cycle: local (around the best), global (uniform pool), coordinate."""
+        """Model rounds cycle through the plan's kinds (see the module docstring)."""
         return self.cycle[self.rounds % len(self.cycle)]
 
     def _next_round(self) -> list[Configuration]:
@@ -501,11 +506,14 @@ class BayesEngine(Engine):
         if self.surrogate == "tpe":
             if self._tpe is None:
                 self._tpe = _TpeBackend(self)
-            if self._round_kind() == "coordinate" and self.all_configs is None:
+            kind = self._round_kind()
+            if kind in ("coordinate", "diagnose") and self.all_configs is None:
+                # No model to rank the moves: one at random, around the best measured ones.
+                ranked = sorted(self._told, key=lambda c: self._scores[c.hash], reverse=True)[:3]
                 out: list[Configuration] = []
                 taken: set[str] = set()
                 for _ in range(self.batch):
-                    pool = self._coordinate_pool(taken)
+                    pool = self._coordinate_pool(taken) if kind == "coordinate" else self._relief_pool(ranked, taken)
                     if not pool:
                         break
                     pick = pool[self.rng.randrange(len(pool))]
@@ -588,6 +596,9 @@ class BayesEngine(Engine):
         centers = [configs[i] for i in order[:3]]
         kind = self._round_kind()
         pool = self._coordinate_pool(taken) if kind == "coordinate" else []
+        if kind == "diagnose":
+            pool = self._relief_pool(centers, taken)
+            kind = "diagnose" if pool else "global"
         if self.all_configs is not None:
             pool = [c for c in self.all_configs if self._fresh(c, taken)]
         elif kind == "global":
@@ -615,6 +626,15 @@ class BayesEngine(Engine):
                     scored[c.hash] = (float(a), c)
         # Highest acquisition; ties by hash, which depends only on the configuration.
         return max(scored.values(), key=lambda t: (t[0], t[1].hash))[1]
+
+    def _relief_pool(self, centers: list[Configuration], taken: set[str]) -> list[Configuration]:
+        """The untried relief moves (:func:`relief_moves`) of the first of ``centers`` whose
+        measured counters show a saturated stage that a knob of the space relieves."""
+        for center in centers:
+            moves = [c for c in relief_moves(self.space, center, self.metrics_of(center)) if self._fresh(c, taken)]
+            if moves:
+                return moves
+        return []
 
     def _pool(self, centers: list[Configuration], taken: set[str]) -> list[Configuration]:
         pool: dict[str, Configuration] = {}

@@ -69,6 +69,35 @@ class Setting:
         return (self.family.value, self.target, self.index, self.device)
 
 
+#: Bottleneck counters of a measurement (metric -> what it counts) that a knob can say it
+#: relieves (``relieves:`` in a space file). The ``bayes`` engine reads them to change, in
+#: some rounds, a knob that relieves the bottleneck the best configurations show.
+BOTTLENECKS: dict[str, str] = {
+    "qdisc_drops": "packets the sender's queueing discipline dropped",
+    "ring_drops": "frames the receiver's NIC dropped (rx ring full or missed)",
+    "backlog_drops": "frames dropped at the receiver's per-CPU input queue (netdev backlog)",
+    "socket_drops": "datagrams dropped at a full receive socket buffer",
+    "rx_core_busy_pct": "the busiest receiver core was saturated",
+    "tx_core_busy_pct": "the busiest sender core was saturated",
+}
+#: Directions an ordered knob can relieve a bottleneck in (instead of naming a value).
+DIRECTIONS = ("up", "down")
+
+
+@dataclass(frozen=True)
+class Relief:
+    """A knob relieves ``metric`` (a :data:`BOTTLENECKS` name) when set to ``value``, or when
+    moved in ``direction`` (``up``/``down``, ordered knobs only)."""
+
+    metric: str
+    value: Value | None = None
+    direction: str | None = None
+
+    def describe(self) -> str:
+        how = self.direction or (str(self.value).lower() if isinstance(self.value, bool) else self.value)
+        return f"{self.metric}: {how}"
+
+
 @dataclass(frozen=True)
 class Condition:
     """A knob exists only while another knob (its parent) has one of ``values``."""
@@ -99,6 +128,7 @@ class Knob(ABC):
         condition: the knob is active only when this holds.
         settings: for choice/bool knobs, the settings each value stands for, when a value
             expands to several settings (a buffer *set*, an interrupt *mode*).
+        relieves: bottleneck counters this knob relieves, and with which value or direction.
     """
 
     name: str
@@ -110,6 +140,7 @@ class Knob(ABC):
     device: str | None = None
     condition: Condition | None = None
     settings: dict[Any, list[Setting]] = field(default_factory=dict)
+    relieves: tuple[Relief, ...] = ()
 
     kind: str = field(init=False, default="")
 
@@ -157,6 +188,26 @@ class Knob(ABC):
                 return new
         return self.sample(rng)
 
+    @property
+    def ordered(self) -> bool:
+        """Whether the values have an order (numbers), so that "up" and "down" mean something."""
+        return True
+
+    def relief_value(self, value: Value, relief: Relief) -> Value | None:
+        """The value that applies ``relief`` to a configuration where this knob is ``value``:
+        the named value, or for a direction a bold step: halfway from ``value`` to the end of
+        the range (at least to the next value). ``None`` when ``value`` is already there."""
+        if relief.direction is None:
+            return None if relief.value == value else relief.value
+        listed = self.values()
+        if listed is not None:
+            i = listed.index(value) if value in listed else 0
+            rest = listed[i + 1:] if relief.direction == "up" else listed[:i][::-1]
+            return rest[(len(rest) - 1) // 2] if rest else None
+        pos = self.encode(value)
+        new = self.decode((pos + 1.0) / 2.0 if relief.direction == "up" else pos / 2.0)
+        return None if new == value else new
+
     def error(self, raw: Any, why: str = "") -> ConfigurationError:
         reason = f" ({why})" if why else ""
         return ConfigurationError(
@@ -187,6 +238,8 @@ class Knob(ABC):
             out["device"] = self.device
         if self.condition:
             out["when"] = self.condition.describe()
+        if self.relieves:
+            out["relieves"] = ", ".join(r.describe() for r in self.relieves)
         if self.description:
             out["description"] = self.description
         return out

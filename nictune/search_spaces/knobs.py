@@ -223,6 +223,11 @@ class BoolKnob(Knob):
     def __post_init__(self) -> None:
         self.kind = "bool"
 
+    @property
+    def ordered(self) -> bool:
+        """On and off are two states, not a scale: a relief names the value."""
+        return False
+
     def cardinality(self) -> int:
         return 2
 

@@ -15,14 +15,14 @@ from typing import Any
 import yaml
 
 from nictune.errors import ConfigurationError, SpaceDefinitionError, UnknownNameError
-from nictune.search_spaces._base import Condition, Family, Knob, Setting, split_target
+from nictune.search_spaces._base import BOTTLENECKS, DIRECTIONS, Condition, Family, Knob, Relief, Setting, split_target
 from nictune.search_spaces.constraints import Constraint
 from nictune.search_spaces.knobs import KNOB_TYPES, BoolKnob, ChoiceKnob, FloatKnob, IntKnob
 from nictune.search_spaces.space import SearchSpace
 
 _NAME = re.compile(r"^[a-z][a-z0-9_.]{0,63}$")
 _SPACE_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
-_COMMON = {"type", "default", "unit", "description", "family", "target", "device", "when", "settings"}
+_COMMON = {"type", "default", "unit", "description", "family", "target", "device", "when", "settings", "relieves"}
 _TYPE_FIELDS: dict[str, set[str]] = {
     "int": {"low", "high", "step", "power_of_two", "log"},
     "float": {"low", "high", "log"},
@@ -253,7 +253,34 @@ def _knob(name: str, spec: Any) -> Knob:
     if knob.target is None and not knob.settings:
         raise _fail(f"knob {name!r}: needs a 'target' or 'settings' (what it changes on a host)",
                     field=name)
+    knob.relieves = _relieves(knob, spec.get("relieves"))
     return knob
+
+
+def _relieves(knob: Knob, raw: Any) -> tuple[Relief, ...]:
+    """The ``relieves`` field: ``{metric: value}``, or ``{metric: up|down}`` for an ordered knob."""
+    if raw is None:
+        return ()
+    name = knob.name
+    metrics = ", ".join(BOTTLENECKS)
+    if not isinstance(raw, dict) or not raw:
+        raise _fail(f"knob {name!r}: field 'relieves' must map bottleneck counters to a value or direction, "
+                    f"not {_shown(raw)}", field=name, allowed=f"a mapping such as {{ring_drops: up}} of {metrics}")
+    out = []
+    for metric, how in raw.items():
+        if metric not in BOTTLENECKS:
+            raise _fail(f"knob {name!r}: field 'relieves' names unknown counter {_shown(metric)}", field=name,
+                        allowed=metrics)
+        if knob.ordered and how in DIRECTIONS:
+            out.append(Relief(str(metric), direction=str(how)))
+            continue
+        try:
+            out.append(Relief(str(metric), value=knob.parse(how)))
+        except ConfigurationError:
+            allowed = ("up, down or " if knob.ordered else "") + knob.allowed()
+            raise _fail(f"knob {name!r}: field 'relieves': {metric}: {_shown(how)} is no value of the knob"
+                        + (" nor a direction" if knob.ordered else ""), field=name, allowed=allowed) from None
+    return tuple(out)
 
 
 def _condition(name: str, raw: Any, known: dict[str, Knob]) -> Condition:

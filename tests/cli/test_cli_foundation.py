@@ -29,6 +29,10 @@ def test_spaces_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     knobs = {k["name"]: k for k in info["knobs"]}
     assert knobs["poll_usecs"]["when"] == "rx_mode == timer"
     assert knobs["mtu"]["unit"] == "bytes" and info["size"] > 1000
+    assert knobs["txqueuelen"]["relieves"] == "qdisc_drops: up" and "relieves" not in knobs["tx_ring"]
+    assert main(["spaces", "show", "linux-nic"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "bottlenecks the knobs relieve" in shown and "gro (rx_core_busy_pct: true)" in shown
     assert main(["spaces", "show", "linux-tcp", "--format", "yaml"]) == 0
     assert yaml.safe_load(capsys.readouterr().out)["name"] == "linux-tcp"
 

@@ -174,6 +174,44 @@ def test_a_stopped_warm_started_job_resumes_to_the_same_trials(engine: Engine) -
     assert len(set(hashes)) == 12
 
 
+def test_diagnose_rounds_read_the_counters_and_a_stopped_job_resumes_to_the_same_trials(tmp_path: Any) -> None:
+    """The job loop tells the engine each configuration's counters with its score: on
+    linux-nic, every model round a diagnose round, the job measures relief moves of the best
+    configurations (one knob changed against the bottleneck their counters show), and a job
+    stopped half-way replays the counters it was told and continues exactly as one that ran
+    through."""
+    from nictune.optimizer.diagnosis import relief_moves
+    from nictune.search_spaces import load_space
+
+    spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", space="linux-nic", budget=20, seed=3,
+                   engine="bayes", engine_params={"rounds": "diagnose", "n_init": 6}, warm_start=False)
+    through = db.open_database(f"sqlite:///{tmp_path}/through.db")
+    job = create_job(through, spec)
+    assert JobRunner(through).run(job).trials == 20
+    trials = _trials(through, job)
+    stopped = db.open_database(f"sqlite:///{tmp_path}/stopped.db")
+    job2 = create_job(stopped, spec)
+    stop = threading.Event()
+
+    def on_trial(event: Any) -> None:
+        if event.number == 11:
+            stop.set()
+
+    assert JobRunner(stopped, on_trial=on_trial, stop=stop).run(job2).state == "interrupted"
+    assert JobRunner(stopped).run(job2).state == "completed"
+    assert [t.configuration.hash for t in _trials(stopped, job2)] == [t.configuration.hash for t in trials]
+    space = load_space("linux-nic")
+    configs = [space.configuration(json.loads(t.configuration.canonical)) for t in trials]
+    relief = set()
+    for t, config in zip(trials, configs, strict=True):
+        first = min(t.measurements, key=lambda m: m.id).metrics
+        relief |= {c.hash for c in relief_moves(space, config, first)}
+    later = [c.hash for c in configs[8:]]  # after the first round (default + 6 + ...)
+    assert sum(h in relief for h in later) >= len(later) // 2, "diagnose rounds measured no relief moves"
+    through.dispose()
+    stopped.dispose()
+
+
 def test_two_objectives_give_a_pareto_front(engine: Engine) -> None:
     spec = JobSpec(objectives=["throughput", "interrupts"], testbed="sim:benson-40g", budget=30, seed=1)
     outcome = JobRunner(engine).run(create_job(engine, spec))

@@ -7,7 +7,15 @@ import pytest
 from nictune.errors import MeasurementError
 from nictune.measure._base import METRICS, UNMEASURED, Workload
 from nictune.measure.busy import BusyLoad
-from nictune.measure.counters import counter_delta, derive, read_counters
+from nictune.measure.counters import (
+    bottleneck_metrics,
+    busiest_core_pct,
+    counter_delta,
+    derive,
+    qdisc_drops,
+    read_counters,
+    read_sender_counters,
+)
 from nictune.measure.hosts import LocalHost
 from nictune.measure.iperf3 import (
     Endpoints,
@@ -35,6 +43,9 @@ def test_tcp_run_gives_sane_metrics(veth_pair: VethPair) -> None:
     assert m["packet_rate_mpps"] > 0 and m["cpu_rx_pct"] > 0 and m["cpu_tx_pct"] > 0
     assert m["retransmits"] >= 0 and 0 <= m["loss_pct"] < 100
     assert sample.counters["delta"]["irq_lines"] == 0
+    # The bottleneck counters: where packets were dropped, how busy each end's busiest core was.
+    assert all(m[k] >= 0 for k in ("qdisc_drops", "ring_drops", "backlog_drops", "socket_drops"))
+    assert 0 < m["tx_core_busy_pct"] <= 100 and 0 < m["rx_core_busy_pct"] <= 100
     delta = sample.counters["delta"]
     assert delta["dev_rx_bytes"] >= sample.counters["iperf3"]["received_bytes"] > 0
     assert sample.finished_at > sample.started_at
@@ -57,6 +68,22 @@ def test_udp_run_gives_sane_metrics(veth_pair: VethPair) -> None:
 
 
 @pytest.mark.netns
+def test_a_full_sender_qdisc_is_counted_where_it_dropped(veth_pair: VethPair) -> None:
+    """A token bucket of 50 Mbit/s in front of 500 Mbit/s of UDP: the datagrams die in the
+    sender's qdisc, and the run says so (``tc -s qdisc``), not at the receiver."""
+    tx = veth_pair.sender()
+    tx.run(["tc", "qdisc", "replace", "dev", veth_pair.tx, "root", "tbf", "rate", "50mbit", "burst", "16kb",
+            "limit", "30000"])
+    wl = Workload("udp", "udp", length=1400, bitrate_gbps=0.5, duration_s=2, omit_s=0)
+    try:
+        m = run_iperf3(ends_of(veth_pair), wl).metrics
+    finally:
+        tx.run(["tc", "qdisc", "del", "dev", veth_pair.tx, "root"], check=False)
+    assert m["loss_pct"] > 50 and m["qdisc_drops"] > 1000, m
+    assert m["socket_drops"] == 0 and m["ring_drops"] == 0, m
+
+
+@pytest.mark.netns
 def test_busy_load_starts_and_always_stops(veth_pair: VethPair) -> None:
     cpus = online_cpus(LocalHost())
     with BusyLoad([veth_pair.sender(), veth_pair.receiver()], exclude=[0]) as load:
@@ -74,6 +101,38 @@ def test_counters_on_the_receiver(veth_pair: VethPair) -> None:
     delta = counter_delta(before, read_counters(rx, veth_pair.rx))
     assert delta["dev_rx_packets"] >= 3 and delta["irq_lines"] == 0
     assert derive(delta, 1.0, 1e9)["interrupts_per_gb"] == 0
+
+
+def test_bottleneck_counters_from_the_two_deltas() -> None:
+    tc = ('[{"kind":"mq","handle":"0:","root":true,"drops":7},'
+          ' {"kind":"fq_codel","handle":"0:","parent":":1","drops":7}, {"kind":"noqueue","drops":3}]')
+    assert qdisc_drops(tc) == 7  # the root's count holds its children's
+    assert qdisc_drops("[]") is None and qdisc_drops("not json") is None
+    receiver = {"dev_rx_drop": 5, "softnet_dropped": 2, "udp_rcvbuf_errors": 9,
+                "cpu0_busy": 50, "cpu0_total": 100, "cpu1_busy": 97, "cpu1_total": 100}
+    sender = {"qdisc_drops": 4, "cpu0_busy": 10, "cpu0_total": 100, "cpu1_total": 0}
+    assert busiest_core_pct(receiver) == 97.0 and busiest_core_pct({"irq_total": 3}) is None
+    assert bottleneck_metrics(receiver, sender, "udp") == {
+        "ring_drops": 5.0, "backlog_drops": 2.0, "socket_drops": 9.0, "qdisc_drops": 4.0,
+        "rx_core_busy_pct": 97.0, "tx_core_busy_pct": 10.0}
+    # TCP has no socket drops to count; a sender without a qdisc count leaves it out.
+    tcp = bottleneck_metrics(receiver, {"cpu0_busy": 1, "cpu0_total": 4}, "tcp")
+    assert tcp["socket_drops"] == 0.0 and "qdisc_drops" not in tcp and tcp["tx_core_busy_pct"] == 25.0
+
+
+@pytest.mark.netns
+def test_sender_counters_read_the_cpus_and_the_root_qdisc(veth_pair: VethPair) -> None:
+    tx = veth_pair.sender()
+    tx.run(["tc", "qdisc", "replace", "dev", veth_pair.tx, "root", "pfifo", "limit", "100"])
+    try:
+        before = read_sender_counters(tx, veth_pair.tx)
+        tx.run(["ping", "-c", "3", "-i", "0.2", "-q", veth_pair.rx_address])
+        delta = counter_delta(before, read_sender_counters(tx, veth_pair.tx))
+    finally:
+        tx.run(["tc", "qdisc", "del", "dev", veth_pair.tx, "root"], check=False)
+    assert delta["qdisc_drops"] == 0  # three pings do not fill a 100-packet queue
+    busiest = busiest_core_pct(delta)
+    assert busiest is not None and 0 <= busiest <= 100
 
 
 def test_command_lines() -> None:

@@ -106,3 +106,31 @@ def test_the_forwarding_model_says_what_its_figures_mean_and_the_others_say_noth
     metrics = result.samples[0].metrics
     assert metrics["cpu_rx_pct"] == pytest.approx(800) and metrics["loss_pct"] > 50
     assert all(SimTestbed(p).notices == () for name, p in PROFILES.items() if name != "sim:ixgbe-10g")
+
+
+def test_the_model_says_where_it_drops_and_which_core_limits() -> None:
+    """The bottleneck counters follow the model's mechanisms (model figures): a short transmit
+    queue drops in the sender's qdisc, a small ring in the NIC, a small receive buffer at the
+    socket, a receiver without GRO saturates its core; the vendor guide drops nothing."""
+    bed = SimTestbed(PROFILES["sim:benson-40g"], noise=0.0)
+    space = load_space("linux-nic")
+    tcp, udp = get_workload("tcp"), get_workload("udp")
+
+    def clean(workload, **changes):  # type: ignore[no-untyped-def]
+        return bed.clean(space.settings(space.configuration(changes, base="vendor-guide")), workload)
+
+    guide = clean(tcp)
+    assert all(guide[k] < 1e-6 for k in ("qdisc_drops", "ring_drops", "backlog_drops", "socket_drops"))
+    assert guide["rx_core_busy_pct"] < 90 and guide["tx_core_busy_pct"] < 90  # the wire limits it
+    short_queue = clean(tcp, txqueuelen=1000)
+    assert short_queue["qdisc_drops"] > 1 and max(short_queue["ring_drops"], short_queue["backlog_drops"]) < 1e-6
+    assert short_queue["throughput_gbps"] < 0.98 * guide["throughput_gbps"]  # 3 %: a timeout now and then
+    assert clean(tcp, rx_ring=256, tcp_rmem_max=67108864)["ring_drops"] > 0
+    assert clean(tcp, gro=False)["rx_core_busy_pct"] > 95
+    assert clean(tcp, tso=False, gso=False)["tx_core_busy_pct"] > 95
+    assert clean(udp, rmem_default=212992, rmem_max=212992)["socket_drops"] > clean(udp)["socket_drops"]
+    # Measured samples count whole packets, and noise never makes a core busier than 100 %.
+    settings = space.settings(space.configuration({"txqueuelen": 1000}, base="vendor-guide"))
+    for sample in SimTestbed(PROFILES["sim:benson-40g"], noise=0.03).measure(settings, tcp, 5, seed=2).samples:
+        assert sample.metrics["qdisc_drops"] > 0 and sample.metrics["qdisc_drops"].is_integer()
+        assert 0 <= sample.metrics["rx_core_busy_pct"] <= 100

@@ -165,7 +165,7 @@ def test_an_expert_start_configuration_switches_to_the_local_plan() -> None:
     assert expert.n_init == 3 and expert.cycle == ("local", "coordinate")
     assert len(expert.ask(20)) == 2 + 3
     alone = BayesEngine(space, seed=0, start=[space.default()])
-    assert alone.n_init == 7 and alone.cycle == ("global",)
+    assert alone.n_init == 7 and alone.cycle == ("diagnose", "global")
     given = BayesEngine(space, seed=0, params={"rounds": "coordinate,global", "n_init": 4},
                         start=[space.default(), space.profile("baseline")])
     assert given.n_init == 4 and given.cycle == ("coordinate", "global")

@@ -18,6 +18,8 @@ SortKey = Literal[
     "throughput_gbps", "-throughput_gbps", "packet_rate_mpps", "-packet_rate_mpps", "loss_pct", "-loss_pct",
     "retransmits", "-retransmits", "interrupts_per_s", "-interrupts_per_s", "interrupts_per_gb",
     "-interrupts_per_gb", "cpu_rx_pct", "-cpu_rx_pct", "cpu_tx_pct", "-cpu_tx_pct",
+    "qdisc_drops", "-qdisc_drops", "ring_drops", "-ring_drops", "backlog_drops", "-backlog_drops",
+    "socket_drops", "-socket_drops", "rx_core_busy_pct", "-rx_core_busy_pct", "tx_core_busy_pct", "-tx_core_busy_pct",
 ]
 
 

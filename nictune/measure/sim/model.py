@@ -47,6 +47,7 @@ from nictune.search_spaces._base import Setting, SettingValue
 ETH_OVERHEAD = 38      # preamble 8 + header 14 + FCS 4 + inter-frame gap 12
 GSO_BYTES = 65536      # largest TSO/GSO/GRO aggregate
 NAPI_WEIGHT = 64
+SEGMENTS_PER_DROP = 6.0  # segments a TCP tail drop takes with it (whole GRO/TSO aggregates)
 
 
 # --------------------------------------------------------------------------- settings
@@ -398,7 +399,7 @@ def _tcp(profile: SimProfile, h: Host, wl: Workload) -> Result:
 
     frames_per_s = throughput / 8 / payload
     drop_events = bl_events + q_events + ring_events
-    retrans_per_s = drop_events * 6.0 * (2.0 if not h.sack else 1.0)  # ~6 segments per event
+    retrans_per_s = drop_events * SEGMENTS_PER_DROP * (2.0 if not h.sack else 1.0)
     interrupts = frames_per_s / co.frames_per_irq * (0.0 if h.busy_poll_us > 0 else 1.0)
     # CPU on the receiver: IRQ core + application core.
     app_cycles = frames_per_s * payload * (c.copy + per_byte_app_base)
@@ -417,6 +418,11 @@ def _tcp(profile: SimProfile, h: Host, wl: Workload) -> Result:
         "interrupts_per_gb": interrupts / max(gbps / 8, 1e-9),
         "cpu_rx_pct": cpu_rx,
         "cpu_tx_pct": cpu_tx,
+        # Where the segments were dropped (each drop event ~6 segments), and how busy the
+        # core that limits each end is: the throughput against the rate that saturates it.
+        **_stage_metrics(wl, qdisc=q_events * SEGMENTS_PER_DROP, backlog=bl_events * SEGMENTS_PER_DROP,
+                         ring=ring_events * SEGMENTS_PER_DROP, socket=0.0,
+                         rx_busy=throughput / max(cpu_bound, 1.0), tx_busy=throughput / max(tx_bound, 1.0)),
     }
     detail = {
         "wire_gbps": wire_goodput / 1e9,
@@ -513,6 +519,12 @@ def _udp(profile: SimProfile, h: Host, wl: Workload) -> Result:
             "app_cap": app_cap,
             "cap_frames": cap_frames,
             "load": load,
+            # Frames the IRQ core cannot take wait on the ring until it overflows.
+            "ring_rate": frames_in - through1 + p_ring * through1,
+            "backlog_rate": p_bl * (1 - p_ring) * through1,
+            # Datagrams the application cannot take wait in the socket until it overflows.
+            "socket_rate": arriving - through2 + p_sock * through2,
+            "rx_busy": max(load, through2 / max(app_cap, 1.0)),
         }
         if best is None:
             best = {kk: prob * v for kk, v in cand.items()}
@@ -544,6 +556,9 @@ def _udp(profile: SimProfile, h: Host, wl: Workload) -> Result:
         "interrupts_per_gb": interrupts / max(gbps / 8, 1e-9),
         "cpu_rx_pct": cpu_rx,
         "cpu_tx_pct": min(offered * tx_cost / hz * 100, 100.0 * max(1, wl.streams)),
+        **_stage_metrics(wl, qdisc=q_loss * offered * nfrag, backlog=best["backlog_rate"], ring=best["ring_rate"],
+                         socket=best["socket_rate"], rx_busy=best["rx_busy"],
+                         tx_busy=offered * tx_cost / hz / max(1, wl.streams)),
     }
     detail = {
         "offered_gbps": offered * length * 8 / 1e9,
@@ -589,6 +604,9 @@ def _forwarding(profile: SimProfile, h: Host, wl: Workload) -> Result:
         "interrupts_per_gb": (rate / NAPI_WEIGHT) / max(gbps / 8, 1e-9),
         "cpu_rx_pct": 100.0 * profile.forward_cores * min(1.0, rate * cycles / (profile.forward_cores * hz)),
         "cpu_tx_pct": 0.0,
+        # The forwarding cores drop what they cannot take off the rings.
+        **_stage_metrics(wl, qdisc=0.0, backlog=0.0, ring=offered - rate, socket=0.0,
+                         rx_busy=rate * cycles / (profile.forward_cores * hz), tx_busy=0.0),
     }
     return Result(metrics, {"cycles_per_packet": cycles, "line_rate_mpps": line_rate / 1e6})
 
@@ -608,6 +626,7 @@ def _pf_ring(profile: SimProfile, h: Host, wl: Workload) -> Result:
     wakeups = 0.0
     cpu = 0.0
     lost = 0.0
+    busiest = 0.0
     for nic in profile.nics:
         mode, poll_ms, mark = h.pf.get(nic.name, ("passive", 500, 128))
         pkt_rate = nic.offered_mbps * 1e6 / 8 / nic.packet_bytes
@@ -629,6 +648,7 @@ def _pf_ring(profile: SimProfile, h: Host, wl: Workload) -> Result:
         wakeups += wake
         cpu += min(busy, hz) / hz * 100
         lost += pkt_rate - delivered
+        busiest = max(busiest, min(busy, hz) / hz)
     gbps = total_bits / 1e9
     metrics = {
         "throughput_gbps": gbps,
@@ -639,5 +659,20 @@ def _pf_ring(profile: SimProfile, h: Host, wl: Workload) -> Result:
         "interrupts_per_gb": wakeups / max(gbps / 8, 1e-9),
         "cpu_rx_pct": cpu,
         "cpu_tx_pct": 0.0,
+        **_stage_metrics(wl, qdisc=0.0, backlog=0.0, ring=lost, socket=0.0, rx_busy=busiest, tx_busy=0.0),
     }
     return Result(metrics, {"offered_gbps": offered_bits / 1e9})
+
+
+def _stage_metrics(wl: Workload, *, qdisc: float, backlog: float, ring: float, socket: float,
+                   rx_busy: float, tx_busy: float) -> dict[str, float]:
+    """The drop counters of one run (packets per second at each stage times the run's length)
+    and the busiest core of each end in percent (``*_busy`` are fractions of one core)."""
+    return {
+        "qdisc_drops": qdisc * wl.duration_s,
+        "backlog_drops": backlog * wl.duration_s,
+        "ring_drops": ring * wl.duration_s,
+        "socket_drops": socket * wl.duration_s,
+        "rx_core_busy_pct": 100.0 * min(1.0, max(0.0, rx_busy)),
+        "tx_core_busy_pct": 100.0 * min(1.0, max(0.0, tx_busy)),
+    }

@@ -12,7 +12,10 @@ from dataclasses import dataclass, field, replace
 
 from nictune.search_spaces._base import Family, SettingValue
 
-MODEL_VERSION = "1"
+#: Part of a simulated testbed's fingerprint, so measurements of different model versions are
+#: never mixed in the cache. 2: the runs report the bottleneck counters (drops per stage,
+#: busiest cores), which the diagnose rounds of the bayes engine read.
+MODEL_VERSION = "2"
 
 #: A setting's identity: (family, target, device).
 Key = tuple[str, str, str | None]

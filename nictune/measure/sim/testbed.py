@@ -16,6 +16,8 @@ from nictune.search_spaces.space import SearchSpace
 
 #: Default coefficient of variation of simulated measurements.
 DEFAULT_NOISE = 0.03
+#: Drop counters: whole packets, as noisy as retransmits.
+DROP_METRICS = ("qdisc_drops", "backlog_drops", "ring_drops", "socket_drops")
 
 
 class SimTestbed(Testbed):
@@ -116,6 +118,10 @@ class SimTestbed(Testbed):
         m["interrupts_per_gb"] = m["interrupts_per_s"] / (gbps / 8)
         m["cpu_rx_pct"] = max(0.0, clean["cpu_rx_pct"] * (1 + rng.gauss(0, cv / 2)))
         m["cpu_tx_pct"] = max(0.0, clean["cpu_tx_pct"] * (1 + rng.gauss(0, cv / 2)))
+        for name in DROP_METRICS:  # rare events, like retransmits
+            m[name] = clean[name] * math.exp(rng.gauss(0, 2 * sigma))
+        for name in ("rx_core_busy_pct", "tx_core_busy_pct"):
+            m[name] = min(100.0, max(0.0, clean[name] * (1 + rng.gauss(0, cv / 2))))
         return m
 
 
@@ -124,6 +130,8 @@ def counted(metrics: dict[str, float], duration_s: float) -> dict[str, float]:
     of whole packets of the run's (so a model loss of 1e-40 % reads 0, as iperf3 would say)."""
     m = dict(metrics)
     m["retransmits"] = float(round(m["retransmits"]))
+    for name in DROP_METRICS:
+        m[name] = float(round(m[name]))
     packets = m["packet_rate_mpps"] * 1e6 * duration_s
     if packets >= 1.0:
         m["loss_pct"] = 100.0 * round(m["loss_pct"] / 100.0 * packets) / packets
