@@ -4,10 +4,10 @@ Usage:
     .venv/bin/python bench/engines.py            # full run: 20 seeds, budget 100, 8 contenders, 5 scenarios
     .venv/bin/python bench/engines.py --quick    # smoke test: 3 seeds, budget 30, two scenarios
 
-The full run took 210-698 s on this 2-core machine (``nice -n 19``, otherwise idle: the
-machine's speed varies from day to day; 527 s on 2026-11-23 with the final race, Nurika's
-exhaustive enumeration 46 s of it). Runs are deterministic: the same command gives the same
-table (timings apart).
+The full run took 210-772 s on this 2-core machine, otherwise idle (the machine's speed
+varies from day to day; 527 s on 2026-11-23 with the final race, Nurika's exhaustive
+enumeration 46 s of it; 650 s on 2026-11-26 with diagnose rounds, the enumeration 75 s).
+Runs are deterministic: the same command gives the same table (timings apart).
 
 Every figure comes from the simulated testbed (``nictune.measure.sim``): a model, not hardware.
 Measurements carry 3% coefficient-of-variation noise (``--noise``); the figures of merit use
@@ -17,7 +17,8 @@ Contenders (each over ``--seeds`` seeds, ``--budget`` measurements):
 
 * nictune engines (``bayes``, ``ga``, ``nsga2``) driven exactly as the job loop drives them
   (``nictune/jobs/runner.py``): ask/tell with the start configurations ``[default, baseline
-  profile]``; each new configuration measured once and the engine told its score; at the
+  profile]``; each new configuration measured once and the engine told its score and its
+  mean metrics (the bottleneck counters ``bayes`` reads in its diagnose rounds); at the
   end the final race (``RacingPolicy.finalists``: the 3 best measured once more) and the
   final repeats of the recommended configuration (to ``max_repeats``, 3).
   ``RacingPolicy(goal)`` with its defaults.

@@ -17,11 +17,15 @@ the acquisition is expected improvement over the best *predicted* feasible value
 one lucky sample) times the probability of feasibility. Before anything feasible is seen,
 the probability of feasibility alone is maximised.
 
-Model rounds are of three kinds, cycled as the plan says (see "Two plans" below): around
+Model rounds are of four kinds, cycled as the plan says (see "Two plans" below): around
 a tuned start, single knobs matter only once the rest is right, and pure expected
 improvement keeps proposing changes around a plateau:
 
 * ``global``: the acquisition maximised over a standing pool of uniform samples;
+* ``diagnose``: over the relief moves (:mod:`nictune.optimizer.diagnosis`) of the first of
+  the three configurations predicted best whose told metrics show a bottleneck (drops at a
+  stage, a saturated core) that a knob of the space relieves; a ``global`` round when none
+  does (no counters told, nothing saturated, every move measured);
 * ``local``: over every one-knob change of the best few configurations, multi-knob
   mutations of the best and the uniform pool, then hill climbing on the acquisition through
   one-knob changes;
@@ -34,14 +38,15 @@ configurations (the job loop gives the default and, where the space has one, its
 ``baseline`` profile: someone's tuned configuration) the engine searches around the best
 one: a first round of three besides the start ones and rounds cycling ``local``,
 ``coordinate``. With the default alone it explores: a first round of half the number of
-knobs (at least 6), then ``global`` rounds only. Chosen on ``bench/engines.py`` (see
-``ROUND_CYCLE`` and ``EXPERT_ROUND_CYCLE``).
+knobs (at least 6), then ``global`` and ``diagnose`` rounds in turn. Chosen on
+``bench/engines.py`` (see ``ROUND_CYCLE`` and ``EXPERT_ROUND_CYCLE``).
 
 Small spaces are enumerated and scored whole.
 
 Surrogate ``tpe``: Optuna's multivariate TPE sampler driven through its ask/tell interface
-(it takes the ``global`` and ``local`` rounds; ``coordinate`` rounds stay); Optuna stays
-inside this module and is imported only when that surrogate is chosen.
+(it takes the ``global`` and ``local`` rounds; ``coordinate`` and ``diagnose`` rounds stay,
+with a move drawn at random, around the best told configurations); Optuna stays inside this
+module and is imported only when that surrogate is chosen.
 
 Rounds and batches: proposals come in rounds of ``batch`` configurations. The first round
 holds the start configurations and ``n_init`` initial ones (half one-knob changes of the
@@ -96,12 +101,15 @@ FEASIBLE_MARGIN = 0.5
 #: Hill-climbing rounds on the acquisition, and how many candidates climb.
 CLIMB_ROUNDS = 2
 CLIMBERS = 3
-#: With the default alone, every model round is global: expected improvement over a pool of
-#: uniform samples. Measured on bench/engines.py (100 seeds, recommendation at 50
-#: measurements within 2% of the optimum) with the length scales bounded below by
-#: LENGTH_SCALE_MIN: linux-nic 59% against 34% with (global, local, coordinate), 43% with
-#: (global, local) and 41% with (global, global, coordinate); Mishra TCP 98% and Nurika 100%
-#: either way. Local and coordinate rounds spend measurements around a plateau there.
+#: With the default alone, model rounds are global (expected improvement over a pool of
+#: uniform samples) and diagnose (the relief moves of the best configurations' bottleneck) in
+#: turn; the first model round is global. Measured on bench/engines.py (100 seeds,
+#: recommendation at 50 measurements within 2% of the optimum): global rounds only, linux-nic
+#: 81% (59% against 34% with (global, local, coordinate) before the final race); with diagnose
+#: rounds in turn 95% (94% of seeds 0-299 through the bench's job procedure, against 78%);
+#: every third round a diagnose one: 85% of seeds 0-99 (a prototype). Local and coordinate
+#: rounds spend measurements around a plateau; relief moves change the one knob the counters
+#: point at. Mishra TCP 99% and Nurika 100% either way.
 ROUND_CYCLE: tuple[str, ...] = ("diagnose", "global")
 #: With an expert's configuration among the start ones (a second start configuration, e.g.
 #: the space's baseline profile), searching around it pays: a small first round and no
