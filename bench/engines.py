@@ -6,8 +6,10 @@ Usage:
 
 The full run took 210-772 s on this 2-core machine, otherwise idle (the machine's speed
 varies from day to day; 527 s on 2026-11-23 with the final race, Nurika's exhaustive
-enumeration 46 s of it; 650 s on 2026-11-26 with diagnose rounds, the enumeration 75 s).
-Runs are deterministic: the same command gives the same table (timings apart).
+enumeration 46 s of it; 302-650 s on 2026-11-26 with diagnose rounds, the enumeration
+34-75 s). Runs are deterministic on one machine: the same command gives the same table
+(timings apart); between machines a seed or two may land differently (floating point in the
+GP fit and in Optuna's samplers).
 
 Every figure comes from the simulated testbed (``nictune.measure.sim``): a model, not hardware.
 Measurements carry 3% coefficient-of-variation noise (``--noise``); the figures of merit use
