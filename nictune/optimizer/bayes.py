@@ -604,7 +604,7 @@ class BayesEngine(Engine):
         centers = [configs[i] for i in order[:3]]
         kind = self._round_kind()
         pool = self._coordinate_pool(taken) if kind == "coordinate" else []
-        if kind == "diagnose":
+        if kind == "diagnose" and self.all_configs is None:
             pool = self._relief_pool(centers, taken)
             kind = "diagnose" if pool else "global"
         if self.all_configs is not None:

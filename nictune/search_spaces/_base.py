@@ -69,17 +69,13 @@ class Setting:
         return (self.family.value, self.target, self.index, self.device)
 
 
-#: Bottleneck counters of a measurement (metric -> what it counts) that a knob can say it
-#: relieves (``relieves:`` in a space file). The ``bayes`` engine reads them to change, in
-#: some rounds, a knob that relieves the bottleneck the best configurations show.
-BOTTLENECKS: dict[str, str] = {
-    "qdisc_drops": "packets the sender's queueing discipline dropped",
-    "ring_drops": "frames the receiver's NIC dropped (rx ring full or missed)",
-    "backlog_drops": "frames dropped at the receiver's per-CPU input queue (netdev backlog)",
-    "socket_drops": "datagrams dropped at a full receive socket buffer",
-    "rx_core_busy_pct": "the busiest receiver core was saturated",
-    "tx_core_busy_pct": "the busiest sender core was saturated",
-}
+#: Bottleneck counters of a measurement that a knob can say it relieves (``relieves:`` in a
+#: space file; what each counts: ``METRICS`` in :mod:`nictune.measure._base`). The ``bayes``
+#: engine reads them to change, in some rounds, a knob that relieves the bottleneck the best
+#: configurations show.
+BOTTLENECKS: tuple[str, ...] = (
+    "qdisc_drops", "ring_drops", "backlog_drops", "socket_drops", "rx_core_busy_pct", "tx_core_busy_pct",
+)
 #: Directions an ordered knob can relieve a bottleneck in (instead of naming a value).
 DIRECTIONS = ("up", "down")
 

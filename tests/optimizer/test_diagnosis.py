@@ -82,25 +82,29 @@ def test_a_diagnose_round_relieves_the_bottleneck_of_the_best_configuration() ->
 
 def test_without_counters_a_diagnose_round_is_a_global_one() -> None:
     space = load_space("linux-nic")
-    engine = BayesEngine(space, seed=3, start=[space.default()], params={"rounds": "diagnose", "n_init": 6})
-    rng = random.Random(0)
-    for config in engine.ask(64):
-        engine.tell(config, Score(True, rng.random()))  # scores only, as an old caller tells
-    proposal = engine.ask(1)
+    proposals = []
+    for rounds in ("diagnose", "global"):
+        engine = BayesEngine(space, seed=3, start=[space.default()], params={"rounds": rounds, "n_init": 6})
+        rng = random.Random(0)
+        for config in engine.ask(64):
+            engine.tell(config, Score(True, rng.random()))  # scores only, as an old caller tells
+        proposals.append(engine.ask(1))
+    proposal = proposals[0]
     assert len(proposal) == 1 and space.configuration(proposal[0].as_dict(), strict=True) == proposal[0]
+    assert proposals[0] == proposals[1]  # the same proposal as a global round's
 
 
 @pytest.mark.parametrize("surrogate", ["gp", "tpe"])
 def test_diagnose_rounds_find_the_linux_nic_optimum_from_the_default(surrogate: str) -> None:
     """From the untuned default alone, on the noise-free model: diagnose rounds between the
     global ones reach 98 % of the vendor guide's throughput (the model's optimum) within 50
-    configurations, for both surrogates. (With global rounds only, this seed stops at 97 %
-    with the GP and 95 % with TPE: a transmit queue or an offload short.)"""
+    configurations, for both surrogates. (With global rounds only, this seed stops at 90 %
+    with the GP and 93 % with TPE.)"""
     space = load_space("linux-nic")
     testbed = SimTestbed(PROFILES["sim:benson-40g"], noise=0.0)
     goal = Goal.from_names(["throughput"])
     optimum = testbed.clean(space.settings(space.profile("vendor-guide")), get_workload("tcp"))["throughput_gbps"]
-    engine = BayesEngine(space, seed=1, start=[space.default()], params={"surrogate": surrogate})
+    engine = BayesEngine(space, seed=4, start=[space.default()], params={"surrogate": surrogate})
     told = 0
     while told < 50:
         for config in engine.ask(1):
