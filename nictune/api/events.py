@@ -129,7 +129,7 @@ class JobEventStream:
                 score = self.goal.score(metrics)
             except (NictuneError, ValueError, TypeError):
                 score = None
-            if score is not None and (self.best is None or score > self.best.score):
+            if score is not None and score.feasible and (self.best is None or score > self.best.score):
                 self.best = _Best(trial.number, score, clean_metrics(metrics), config.hash)
         best = None if self.best is None else {
             "number": self.best.number, "config_hash": self.best.config_hash, "metrics": self.best.metrics,

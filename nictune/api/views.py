@@ -11,7 +11,16 @@ from sqlalchemy.orm import Session
 
 from nictune.api.manager import CANCEL_KEY, JobManager
 from nictune.api.queries.jobs import CompletedTrial, TrialCounts, completed_trials, configuration
-from nictune.api.schemas.jobs import BestTrial, FrontMember, JobLinks, JobOut, KnobChange, Progress, Recommendation
+from nictune.api.schemas.jobs import (
+    BestTrial,
+    FrontMember,
+    JobLinks,
+    JobOut,
+    KnobChange,
+    Progress,
+    RaceState,
+    Recommendation,
+)
 from nictune.api.schemas.trials import TrialOut
 from nictune.db import Configuration, Job, Trial
 from nictune.errors import NictuneError
@@ -73,7 +82,8 @@ def _goal(job: Job) -> Goal | None:
 
 
 def best_of(goal: Goal | None, trials: list[CompletedTrial]) -> tuple[CompletedTrial, Score] | None:
-    """The completed trial with the highest score under ``goal``."""
+    """The completed trial with the highest score under ``goal`` among those that meet its
+    constraints (on their mean): the best so far is never a trial that breaks one."""
     best: tuple[CompletedTrial, Score] | None = None
     if goal is None:
         return None
@@ -85,7 +95,7 @@ def best_of(goal: Goal | None, trials: list[CompletedTrial]) -> tuple[CompletedT
             score = goal.score(metrics)
         except (NictuneError, ValueError, TypeError):
             continue
-        if best is None or score > best[1]:
+        if score.feasible and (best is None or score > best[1]):
             best = (trial, score)
     return best
 
@@ -192,6 +202,8 @@ def _search_details(job: Job, detailed: bool) -> dict[str, Any]:
         out["noise"] = {name: {k: float(v) for k, v in d.items()} for name, d in stats["noise"].items()}
     if stats.get("final_race"):
         out["final_race"] = [str(h) for h in stats["final_race"]]
+    if stats.get("race"):
+        out["race"] = RaceState(**stats["race"])
     if stats.get("front") is not None:
         out["front"] = [FrontMember(number=int(f["number"]), config_hash=str(f["hash"]),
                                     metrics=clean_metrics(f.get("metrics")), feasible=bool(f.get("feasible")))

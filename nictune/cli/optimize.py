@@ -203,6 +203,8 @@ def _run(dbe: Any, job_id: int, info: dict[str, Any], quiet: bool) -> Any:
         best = ""
         if ev.best_metrics:
             best = f"best {fmt(objective.value(ev.best_metrics))} {objective.unit} (trial {ev.best_number})"
+        elif info["constraints"]:
+            best = "nothing meets the constraints yet"
         progress.update(task, completed=ev.number + 1, best=best)
         if live is not None:
             live.update(view())
@@ -252,6 +254,7 @@ def _json_result(report: dict[str, Any]) -> dict[str, Any]:
         "noise": report.get("noise"),
         "runs": report.get("runs"),
         "racing": report.get("racing"),
+        "race": report.get("race"),
         "warm_start": _warm_summary(report.get("warm_start")),
         "engine_done_at": report.get("engine_done_at"),
         "front": [_front_row(row) for row in report.get("front") or []],

@@ -54,6 +54,11 @@ def print_noise(report: dict[str, Any]) -> None:
         console.print(f"recommended (best lower confidence bound): {rec['text']}")
     if report.get("best_feasible") is False:
         console.print("no configuration met every constraint; the best shown breaks the fewest", style="yellow")
+    race = report.get("race") or {}
+    if race.get("decided") is False:
+        console.print(f"the final race stopped at its cap of {race.get('cap')} measurements before it was decided: "
+                      "the recommendation is the best of the configurations measured to their repeats",
+                      style="yellow")
     noise = report.get("noise") or {}
     obj = noise.get("objective")
     if obj:

@@ -125,6 +125,7 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     info["noise"] = stats.get("noise")
     info["runs"] = stats.get("runs")
     info["racing"] = bool((stats.get("options") or {}).get("racing"))
+    info["race"] = stats.get("race")  # measurements of the final race, its cap, whether it was decided
     info["warm_start"] = stats.get("warm_start")
     info["engine_done_at"] = stats.get("engine_done_at")
     info["notices"] = list(stats.get("notices") or [])

@@ -503,7 +503,8 @@ class JobRunner:
 
     def _report(self, ctx: JobContext, race: Race, event: TrialEvent) -> None:
         best = race.recommended(ctx.policy)
-        if best is not None and best in race.number:
+        # The best so far meets the constraints (on its mean); before anything does there is none.
+        if best is not None and best in race.number and ctx.policy.score(race.samples[best]).feasible:
             event.best_number = race.number[best]
             event.best_metrics = Goal.mean_metrics(race.samples[best])
         if self.on_trial:
@@ -546,28 +547,59 @@ class JobRunner:
             if self.stop.is_set():
                 return False
             remeasure(ctx, race, key, 1)
-        for _ in range(3):
-            incumbent = race.recommended(ctx.policy)
-            if incumbent is None:
-                return True
+        # Then until it is decided (RacingPolicy.race_step): the recommendation to its runs,
+        # and any configuration that could still beat it once more; at most race_cap
+        # measurements (counted across a resume).
+        policy = ctx.policy
+        with ctx.stats_lock, db.session_scope(self.dbe) as s:
+            spent = int(dict(db.get_job(s, ctx.job_id).stats.get("race") or {}).get("measurements", 0))
+        while True:
             with race.lock:
-                missing = ctx.policy.final_repeats(race.snapshot(), incumbent)
-            if missing <= 0:
+                samples = race.snapshot()
+            step = policy.race_step(samples)
+            if step is None:
+                self._race_state(ctx, decided=True, spent=spent)
+                return True
+            if spent >= policy.race_cap:
+                open_ = len(policy.challengers(samples, policy.recommend(samples) or ""))
+                self._notice(f"final race: stopped at its cap of {policy.race_cap} measurements; "
+                             + (f"{open_} configuration(s) that could still be better were measured fewer than "
+                                f"{policy.max_repeats} times, so " if open_ else "")
+                             + f"the recommendation is the best of those measured {policy.max_repeats} times")
+                self._race_state(ctx, decided=False, spent=spent)
                 return True
             if self.stop.is_set():
                 return False
-            times = "once more" if missing == 1 else f"{missing} more times"
-            self._notice(f"final race: measuring the recommended configuration {times}")
-            if remeasure(ctx, race, incumbent, missing) == 0:
-                return True  # the measurement failed: the job keeps what it has
-        return True
+            key, times = step
+            times = min(times, policy.race_cap - spent)
+            again = "once more" if times == 1 else f"{times} more times"
+            if key == policy.recommend(samples):
+                self._notice(f"final race: measuring the recommended configuration {again}")
+            else:
+                self._notice(f"final race: measuring trial {race.number[key]}, which could still be better, {again}")
+            got = remeasure(ctx, race, key, times)
+            spent += times
+            self._race_state(ctx, decided=None, spent=spent)
+            if got == 0:  # the measurement failed: the race stops with what it has
+                self._notice("final race: a measurement failed; the recommendation is the best of the "
+                             f"configurations measured {policy.max_repeats} times")
+                self._race_state(ctx, decided=False, spent=spent)
+                return True
+
+    def _race_state(self, ctx: JobContext, *, decided: bool | None, spent: int) -> None:
+        """Store how the final race stands: measurements spent, and whether it was decided
+        (``None`` while it runs; ``False`` when its cap or a failure ended it)."""
+        with ctx.stats_lock, db.session_scope(self.dbe) as s:
+            job = db.get_job(s, ctx.job_id)
+            job.stats["race"] = {"measurements": spent, "cap": ctx.policy.race_cap, "decided": decided}
 
     def _finish(self, ctx: JobContext, race: Race, state: str, trials: int, *, error: str | None = None,
                 engine_done: bool = False) -> JobOutcome:
         samples = race.snapshot()
-        best = ctx.policy.recommend(samples) if samples else None
         with ctx.stats_lock, db.session_scope(self.dbe) as s:
             job = db.get_job(s, ctx.job_id)
+            decided = dict(job.stats.get("race") or {}).get("decided") is not False
+            best = ctx.policy.final_choice(samples, decided) if samples else None
             if best is not None and best in race.trial_id:
                 job.best_trial_id = race.trial_id[best]
                 job.stats["recommendation"] = ctx.policy.summary(samples, best) | {"hash": best,

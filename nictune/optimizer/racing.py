@@ -9,15 +9,20 @@ do next. The procedure of a job (racing deferred to the end of the search):
    configurations (:meth:`RacingPolicy.recommend` order) that have a single measurement;
    each is measured once more: a configuration that was lucky once has to confirm it, and
    a clearly worse one gets no repeat.
-3. :meth:`RacingPolicy.final_repeats` says how often to measure the recommended
-   configuration again before the job ends, so the answer rests on ``max_repeats`` runs.
+3. :meth:`RacingPolicy.race_step` says what to measure next until the race is decided:
+   the recommended configuration until it has ``max_repeats`` runs, then any other
+   configuration that could still be better (:meth:`RacingPolicy.challengers`) once more;
+   the recommendation may move on the way, and the race goes on until the configuration it
+   recommends has its runs and nothing else could beat it, or ``race_cap`` measurements
+   were spent (then :meth:`RacingPolicy.final_choice` recommends among the configurations
+   measured ``max_repeats`` times, and the job says that the cap ended the race).
 4. :meth:`RacingPolicy.recommend` picks the configuration with the best *lower confidence
    bound* of the objective among the ones surely feasible (every constraint's interval on
    the right side), then among the ones feasible on their means, and
    :meth:`RacingPolicy.summary` gives its mean with the interval for the output.
 
 Why at the end: racing after every configuration (:meth:`RacingPolicy.decide`, the
-procedure before; ``bench/engines.py`` keeps it as the contender ``bayes-race-each``)
+procedure before 2026-11-23)
 spent about a quarter of a 50-measurement budget on repeats of configurations that tied
 with the incumbent, and those measurements found more as new configurations (figures in the
 README, "Benchmarks").
@@ -49,67 +54,24 @@ OBJECTIVE = "objective"
 
 
 # ------------------------------------------------------------------ Student t
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-14:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """Regularised incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    ln = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(ln) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(ln) * _betacf(b, a, 1.0 - x) / b
-
-
 def t_cdf(t: float, dof: float) -> float:
-    """P(T <= t) for Student's t with ``dof`` degrees of freedom."""
+    """P(T <= t) for Student's t with ``dof`` degrees of freedom (SciPy's)."""
     if dof <= 0:
         raise ValueError("degrees of freedom must be positive")
-    tail = 0.5 * _betainc(dof / 2.0, 0.5, dof / (dof + t * t))
-    return 1.0 - tail if t >= 0 else tail
+    from scipy.stats import t as student
+
+    return float(student.cdf(t, dof))
 
 
 @functools.lru_cache(maxsize=512)
 def t_quantile(confidence: float, dof: float) -> float:
-    """The two-sided Student t critical value: P(|T| <= q) = ``confidence``."""
+    """The two-sided Student t critical value: P(|T| <= q) = ``confidence`` (SciPy's; cached,
+    the ranking asks for the same few values thousands of times)."""
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be in (0, 1)")
-    target = 0.5 + confidence / 2.0
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, dof) < target:
-        hi *= 2.0
-    for _ in range(100):
-        mid = (lo + hi) / 2.0
-        if t_cdf(mid, dof) < target:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2.0
+    from scipy.stats import t as student
+
+    return float(student.ppf(0.5 + confidence / 2.0, dof))
 
 
 # ------------------------------------------------------------------ estimates
@@ -189,6 +151,9 @@ class RacingPolicy:
             of the optimum): 2 finalists 80%, 3 79%, 4 76.5%; 3 without the final repeat
             (``max_repeats`` 2) 82%: all within the seed noise (about 4 points), so 3,
             which lets the second and third best overturn a lucky first.
+        race_cap: most measurements the race spends after the finalists' (:meth:`race_step`);
+            a race cut short there recommends among the configurations measured
+            ``max_repeats`` times (:meth:`final_choice`) and the job says so.
     """
 
     goal: Goal
@@ -200,14 +165,15 @@ class RacingPolicy:
     tolerance: float = 0.0
     min_incumbent_repeats: int = 2
     final_race: int = 3
+    race_cap: int = 12
 
     def __post_init__(self) -> None:
         if self.max_repeats < 1:
             raise ValueError("max_repeats must be at least 1")
         if not (0.0 < self.confidence < 1.0 and 0.0 < self.race_confidence < 1.0):
             raise ValueError("confidence and race_confidence must be in (0, 1)")
-        if self.final_race < 0:
-            raise ValueError("final_race must be >= 0")
+        if self.final_race < 0 or self.race_cap < 0:
+            raise ValueError("final_race and race_cap must be >= 0")
         if self.prior_cv < 0 or self.prior_dof <= 0 or self.tolerance < 0:
             raise ValueError("prior_cv and tolerance must be >= 0, prior_dof > 0")
 
@@ -409,6 +375,52 @@ class RacingPolicy:
         if incumbent is None or incumbent not in trials:
             return 0
         return max(0, self.max_repeats - len(trials[incumbent]))
+
+    def challengers(self, trials: Mapping[str, Samples], incumbent: str) -> list[str]:
+        """Configurations with fewer than ``max_repeats`` runs that could still be better than
+        ``incumbent``: feasible on their mean (when the incumbent is), not surely infeasible,
+        and their difference to it not below 0 at ``race_confidence`` (about as good or better
+        on the mean); the most promising (highest mean) first."""
+        if incumbent not in trials:
+            return []
+        noise = self.noise(trials)
+        theirs = trials[incumbent]
+        inc_feasible = self.score(theirs).feasible
+        found: list[tuple[float, str]] = []
+        for key, samples in trials.items():
+            if key == incumbent or not samples or len(samples) >= self.max_repeats:
+                continue
+            score = self.score(samples)
+            if not inc_feasible or not score.feasible or self.feasibility(samples, noise) == "no":
+                continue
+            _, high = self._difference(samples, theirs, noise, self.race_confidence)
+            if high >= 0:
+                found.append((score.value, key))
+        return [key for _, key in sorted(found, key=lambda t: -t[0])]
+
+    def race_step(self, trials: Mapping[str, Samples]) -> tuple[str, int] | None:
+        """What the final race measures next, as ``(key, times)``: the recommended configuration
+        until it has ``max_repeats`` runs, then the most promising of its :meth:`challengers`
+        once; ``None`` when the race is decided (the recommendation has its runs and nothing
+        else could be better). Each step measures a configuration with fewer than
+        ``max_repeats`` runs, so the race ends."""
+        incumbent = self.recommend(trials)
+        if incumbent is None:
+            return None
+        missing = self.final_repeats(trials, incumbent)
+        if missing > 0:
+            return incumbent, missing
+        rivals = self.challengers(trials, incumbent)
+        return (rivals[0], 1) if rivals else None
+
+    def final_choice(self, trials: Mapping[str, Samples], decided: bool) -> str | None:
+        """The recommendation at the end of the race: :meth:`recommend`; when the race was cut
+        short (its cap, or a budget) before it was decided, the best of the configurations that
+        have their ``max_repeats`` runs (if any has), never one measured fewer times."""
+        if decided:
+            return self.recommend(trials)
+        complete = {key: samples for key, samples in trials.items() if len(samples) >= self.max_repeats}
+        return self.recommend(complete) or self.recommend(trials)
 
     def aggregate_key(self, metrics: Mapping[str, float], n: int,
                       noise: Mapping[str, Noise]) -> tuple[int, float, float]:

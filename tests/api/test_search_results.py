@@ -30,3 +30,16 @@ def test_a_single_objective_engine_with_two_objectives_is_a_422(api: TestClient)
     assert response.status_code == 422
     body = response.json()
     assert body["field"] == "engine" and "nsga2" in body["allowed"]
+
+
+def test_a_service_job_whose_race_moves_ends_with_its_recommendation_measured_to_its_repeats(
+        api: TestClient) -> None:
+    """Issue 34 through the service: noise high enough (40 % CV) and a loss limit near it make
+    the recommendation move during the final race; the job still hands back a configuration
+    with its three runs, and says how the race ended."""
+    job = wait_for(api, submit(api, testbed="sim:cai-100g", workload="udp", constraints=["loss<=0.1"],
+                               engine="random", budget=15, seed=7, noise=0.4, repeats=3,
+                               warm_start=False)["id"], timeout=120)
+    assert job["state"] == "completed", job
+    assert job["race"]["decided"] is True and 0 < job["race"]["measurements"] <= job["race"]["cap"]
+    assert job["recommendation"]["n"] >= 3

@@ -19,7 +19,7 @@ from nictune.executors import Executor, LocalExecutor, MeasureRequest
 from nictune.jobs import JobRunner, JobSpec, create_job, job_report
 from nictune.measure._base import TrialResult
 from nictune.measure.sim import PROFILES, SimTestbed
-from nictune.optimizer import Goal
+from nictune.optimizer import Goal, RacingPolicy
 from nictune.optimizer.pareto import dominates
 
 
@@ -50,13 +50,14 @@ def test_racing_measures_each_configuration_once_then_races_the_best_and_stores_
     trials = _trials(engine, outcome.job_id)
     runs = {t.number: _runs(t) for t in trials}
     assert all(1 <= n <= 3 for n in runs.values())
-    # The final race: the three best by their one measurement are measured again, the rest
-    # (clearly worse) are not, and the recommendation ends with --repeats runs.
+    # The final race: the three best by their one measurement are measured again, then the
+    # recommendation to --repeats runs and whatever could still beat it; the clearly worse
+    # configurations are not measured again.
     first = {t.number: _first_throughput(t) for t in trials}
-    top3 = sorted(first, key=lambda n: first[n], reverse=True)[:3]
+    ranked = sorted(first, key=lambda n: first[n], reverse=True)
     repeated = {n for n, r in runs.items() if r > 1}
-    assert set(top3) <= repeated and len(repeated) <= 4, (top3, runs)
-    assert sum(runs.values()) <= 30 + 4
+    assert set(ranked[:3]) <= repeated and repeated <= set(ranked[:10]), (ranked, runs)
+    assert 30 + 4 <= sum(runs.values()) <= 30 + 3 + RacingPolicy(Goal.from_names(["throughput"])).race_cap
     assert any("final race: measuring the 3 best" in n for n in notices), notices
     # The model has no term for the space's tx_ring, and the job says so.
     assert "sim:benson-40g is a model with no term for tx_ring (space benson-40g): its value changes nothing " \
@@ -350,3 +351,73 @@ def test_a_pool_needs_the_service(engine: Engine) -> None:
     with pytest.raises(InvalidInputError) as err:
         create_job(engine, JobSpec(objectives=["throughput"], testbed="pool:lab"))
     assert err.value.field == "testbed" and "--server" in str(err.value)
+
+
+# Issue 34: a race whose recommendation moves. Random search on the simulated 100 GbE pair,
+# UDP with loss <= 0.1 % at 40 % noise: with seed 7 the recommendation moved during the final
+# race, and the race used to end with the newest choice measured once.
+MOVING = dict(objectives=["throughput"], testbed="sim:cai-100g", workload="udp", constraints=["loss<=0.1"],
+              engine="random", budget=15, seed=7, noise=0.4, repeats=3, warm_start=False)
+
+
+def test_a_race_whose_recommendation_moves_ends_with_the_recommendation_measured_to_its_repeats(
+        engine: Engine) -> None:
+    notices: list[str] = []
+    outcome = JobRunner(engine, on_notice=notices.append).run(create_job(engine, JobSpec(**MOVING)))  # type: ignore[arg-type]
+    assert outcome.state == "completed"
+    report = job_report(engine, outcome.job_id)
+    rec = report["recommendation"]
+    best = next(t for t in _trials(engine, outcome.job_id) if t.number == rec["number"])
+    assert _runs(best) >= 3 and rec["interval"]["n"] >= 3, notices
+    race = report["stats"]["race"]
+    assert race["decided"] is True and race["measurements"] <= race["cap"]
+    # It moved: more than the finalists and one final repeat were measured, and the output
+    # said which trial could still be better.
+    assert any("which could still be better" in n for n in notices) or race["measurements"] > 2, notices
+
+
+def test_a_moving_race_stopped_halfway_resumes_to_a_recommendation_with_its_repeats(tmp_path: Any) -> None:
+    spec = JobSpec(**MOVING)  # type: ignore[arg-type]
+    stop = threading.Event()
+
+    class StopInTheRace(LocalExecutor):
+        calls = 0
+
+        def measure(self, request: MeasureRequest) -> TrialResult:
+            result = super().measure(request)
+            StopInTheRace.calls += 1
+            if StopInTheRace.calls == spec.budget + 4:  # inside the race, after the finalists
+                stop.set()
+            return result
+
+    engine = db.open_database(f"sqlite:///{tmp_path}/moving.db")
+    job = create_job(engine, spec)
+    factory = lambda testbed, noise: StopInTheRace(testbed, noise=noise)  # noqa: E731
+    assert JobRunner(engine, stop=stop, executor_factory=factory).run(job).state == "interrupted"
+    assert JobRunner(engine).run(job).state == "completed"
+    report = job_report(engine, job)
+    best = next(t for t in _trials(engine, job) if t.number == report["recommendation"]["number"])
+    assert _runs(best) >= 3
+    engine.dispose()
+
+
+def test_a_race_that_reaches_its_cap_says_so_and_recommends_a_configuration_with_its_repeats(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nictune.jobs import runner
+
+    original = runner.policy_for
+
+    def capped(goal: Goal, repeats: int) -> Any:
+        import dataclasses
+
+        return dataclasses.replace(original(goal, repeats), race_cap=1)
+
+    monkeypatch.setattr(runner, "policy_for", capped)
+    notices: list[str] = []
+    outcome = JobRunner(engine, on_notice=notices.append).run(create_job(engine, JobSpec(**MOVING)))  # type: ignore[arg-type]
+    report = job_report(engine, outcome.job_id)
+    race = report["stats"]["race"]
+    assert race == {"measurements": 1, "cap": 1, "decided": False}
+    assert any("stopped at its cap of 1 measurements" in n for n in notices), notices
+    runs = {t.number: _runs(t) for t in _trials(engine, outcome.job_id)}
+    assert runs[report["recommendation"]["number"]] >= 3 or max(runs.values()) < 3

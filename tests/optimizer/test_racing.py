@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nictune.measure.sim import PROFILES, SimTestbed
 from nictune.measure.workloads import get_workload
@@ -201,3 +205,106 @@ def test_noise_ignores_means_whose_square_underflows() -> None:
 ])
 def test_an_interval_prints_without_exponents_for_ordinary_numbers(interval: Interval, text: str) -> None:
     assert str(interval) == text
+
+
+# ------------------------------------------------------------------ the final race (issue 34)
+LOSS_GOAL = Goal.from_names(["throughput"], ["loss<=0.1"])
+
+
+def run_race(policy: RacingPolicy, trials: dict[str, list[dict[str, float]]],
+             draw: Callable[[str], dict[str, float]]) -> tuple[str | None, bool, int]:
+    """The job loop's final race on plain samples: finalists once more, then race_step to
+    the end or the cap. Returns (recommendation, decided, measurements after the finalists)."""
+    for key in policy.finalists(trials):
+        trials[key].append(draw(key))
+    spent = 0
+    while True:
+        step = policy.race_step(trials)
+        if step is None:
+            return policy.final_choice(trials, True), True, spent
+        if spent >= policy.race_cap:
+            return policy.final_choice(trials, False), False, spent
+        key, times = step
+        for _ in range(min(times, policy.race_cap - spent)):
+            trials[key].append(draw(key))
+            spent += 1
+
+
+def test_the_race_measures_the_new_recommendation_after_it_moves() -> None:
+    """Issue 34 on plain samples: the recommended configuration gets its third run, it comes
+    out low, another takes its place, and that one is measured to three runs too (the race
+    used to stop here with the newcomer measured once)."""
+    policy = RacingPolicy(GOAL, prior_cv=0.05)
+    trials = {"a": tp(10.0, 10.2), "b": tp(10.3), "c": tp(7.0)}
+    futures = {"a": [8.0], "b": [10.3, 10.4]}
+    key, times = policy.race_step(trials) or ("", 0)
+    assert (key, times) == ("a", 1)  # the recommendation first, to its three runs
+    trials["a"] += tp(*futures["a"])
+    decided = None
+    for _ in range(10):
+        step = policy.race_step(trials)
+        if step is None:
+            decided = policy.final_choice(trials, True)
+            break
+        key, times = step
+        for _ in range(times):
+            trials[key] += tp(futures[key].pop(0))
+    assert decided == "b" and len(trials["b"]) == 3
+
+
+def test_a_challenger_that_could_still_be_better_is_measured_before_the_race_ends() -> None:
+    policy = RacingPolicy(GOAL, prior_cv=0.03)
+    trials = {"inc": tp(10.1, 9.9, 10.0), "lucky": tp(10.15), "far": tp(8.0), "done": tp(9.8, 10.0, 9.9)}
+    assert policy.recommend(trials) == "inc"  # best lower bound: three runs
+    assert policy.challengers(trials, "inc") == ["lucky"]  # 10.15 once could be better; 8.0 not
+    assert policy.race_step(trials) == ("lucky", 1)
+    trials["lucky"] += tp(9.5)
+    assert policy.race_step(trials) is None  # 9.95 on two runs: decided, "inc" stays
+    assert policy.final_choice(trials, True) == "inc"
+
+
+def test_a_race_cut_short_recommends_among_the_configurations_with_their_runs() -> None:
+    policy = RacingPolicy(GOAL, prior_cv=0.03)
+    trials = {"solid": tp(10.0, 10.1, 9.9), "new": tp(10.9, 10.8)}
+    assert policy.recommend(trials) == "new" and policy.race_step(trials) == ("new", 1)
+    assert policy.final_choice(trials, False) == "solid"  # never the one measured twice
+    assert policy.final_choice({"x": tp(5.0)}, False) == "x"  # nothing complete: the best there is
+
+
+def test_infeasible_challengers_and_an_infeasible_incumbent_race_no_one_else() -> None:
+    policy = RacingPolicy(LOSS_GOAL, prior_cv=0.05)
+    trials = {"ok": [{"throughput_gbps": 10.0, "loss_pct": 0.0}] * 3,
+              "fast_lossy": [{"throughput_gbps": 12.0, "loss_pct": 5.0}]}
+    assert policy.challengers(trials, "ok") == []
+    bad = {"a": [{"throughput_gbps": 10.0, "loss_pct": 3.0}] * 3, "b": [{"throughput_gbps": 11.0, "loss_pct": 4.0}]}
+    assert policy.challengers(bad, "a") == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(min_value=0, max_value=10_000), st.sampled_from([0.02, 0.1, 0.3]),
+       st.integers(min_value=1, max_value=12), st.booleans(), st.integers(min_value=2, max_value=4))
+def test_property_a_completed_race_recommends_a_configuration_with_its_repeats(
+        seed: int, cv: float, configs: int, constrained: bool, repeats: int) -> None:
+    """Random race inputs: true means close together (so the recommendation moves), noise from
+    low to very high, a loss constraint near the noise. Whenever some configuration has its
+    repeats at the end, the recommendation has them too; a race that is not decided says so
+    (it hit its cap)."""
+    rng = random.Random(seed)
+    goal = LOSS_GOAL if constrained else GOAL
+    policy = RacingPolicy(goal, max_repeats=repeats, prior_cv=0.05, race_cap=12)
+    truth = {f"c{i}": (10.0 * (1 + rng.uniform(-0.05, 0.05)), rng.uniform(0.0, 0.2)) for i in range(configs)}
+
+    def draw(key: str) -> dict[str, float]:
+        mean, loss = truth[key]
+        return {"throughput_gbps": mean * math.exp(rng.gauss(0.0, cv)),
+                "loss_pct": loss * math.exp(rng.gauss(0.0, 2 * cv))}
+
+    trials = {key: [draw(key)] for key in truth}
+    rec, decided, spent = run_race(policy, trials, draw)
+    assert rec is not None and spent <= policy.race_cap
+    if decided or any(len(v) >= repeats for v in trials.values()):
+        assert len(trials[rec]) >= repeats
+    if decided:
+        assert policy.race_step(trials) is None
+    else:
+        assert spent == policy.race_cap

@@ -233,8 +233,20 @@ class JobOut(BaseModel):
     final_race: list[str] | None = Field(
         None, description="Finished jobs with racing: the configurations (hashes) measured once more at the end, "
                           "the best after the search, before the recommendation was chosen.")
+    race: RaceState | None = Field(None, description="Finished jobs with racing: how the final race ended.")
     front: list[FrontMember] | None = Field(None, description="Multi-objective jobs: the Pareto front.")
     links: JobLinks
+
+
+class RaceState(BaseModel):
+    """How a job's final race ended (after its finalists were measured once more)."""
+
+    measurements: int = Field(description="Measurements the race spent after the finalists.")
+    cap: int = Field(description="Most measurements the race may spend; at the cap it stops where it is.")
+    decided: bool | None = Field(description="True: the recommendation has its repeats and nothing else could "
+                                             "still beat it. False: the cap (or a failed measurement) ended "
+                                             "the race, and the recommendation is the best of the "
+                                             "configurations measured to their repeats. Null: still running.")
 
 
 class JobPage(Page[JobOut]):
