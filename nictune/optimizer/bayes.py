@@ -1,45 +1,44 @@
 """Bayesian optimization (``bayes``) for mixed, conditional spaces and expensive noisy trials.
 
-Surrogate ``gp`` (the default, chosen by ``bench/engines.py``): a Gaussian process from
-scikit-learn over the encoded space: booleans and two-way choices as 0/1, unordered choices
-one-hot, everything ordered (sizes, powers of two, numbers) through ``Knob.encode``; an
-inactive conditional knob sits at its default's position. Kernel: a constant times an ARD
-Matern 5/2 plus white noise (the noise of the measurements), fitted by maximum a
-posteriori: the marginal likelihood times a sparsity prior on the length scales (a
-half-Cauchy on each inverse squared length scale, as in SAAS, Eriksson & Jankowiak 2021), so
-a knob counts as relevant only where the data say so (``SPARSITY_TAU``); the length scales are
-bounded below (``LENGTH_SCALE_MIN``: shorter ones fit a few dozen points perfectly and
-predict nothing). Targets are rank-transformed to normal scores (a Gaussian copula), so a
-few huge values (interrupts per GB spanning decades) do not flatten the rest.
+Surrogate ``gp`` (the default, chosen by ``bench/engines.py``): a Gaussian process
+(:mod:`nictune.optimizer.gp`) over the encoded space: booleans and two-way choices as 0/1,
+unordered choices one-hot, everything ordered (sizes, powers of two, numbers) through
+``Knob.encode``; an inactive conditional knob sits at its default's position. Kernel: a
+constant times an ARD Matern 5/2 plus white noise (the noise of the measurements, at least
+``noise_floor``), fitted by maximum a posteriori with a sparsity prior on the length scales
+(SAAS, Eriksson & Jankowiak 2021), so a knob counts as relevant only where the data say so.
+Targets are rank-transformed to normal scores (a Gaussian copula), so a few huge values
+(interrupts per GB spanning decades) do not flatten the rest.
 
 Constraints: a second GP models ``log(1 + violation)`` (feasible trials sit just below 0);
 the acquisition is expected improvement over the best *predicted* feasible value (robust to
 one lucky sample) times the probability of feasibility. Before anything feasible is seen,
 the probability of feasibility alone is maximised.
 
-Model rounds are of four kinds, cycled as the plan says (see "Two plans" below): around
-a tuned start, single knobs matter only once the rest is right, and pure expected
-improvement keeps proposing changes around a plateau:
+The first round (``init=sobol``): the start configurations, the default with every knob that
+relieves a bottleneck moved all the way (``hints``: the space's ``relieves:`` declarations used
+as a prior: larger rings, buffers, MTU usually help until a limit; measured once, never
+assumed), and a scrambled Sobol design over the knobs' values
+(:func:`nictune.search_spaces.design.space_filling`), which screens main effects and
+interactions far from any profile. ``init=mixed`` is the older first round: one-knob changes
+of the last start configuration and uniform samples.
 
-* ``global``: the acquisition maximised over a standing pool of uniform samples;
+Model rounds cycle through ``rounds`` (default ``diagnose,local``):
+
 * ``diagnose``: over the relief moves (:mod:`nictune.optimizer.diagnosis`) of the first of
   the three configurations predicted best whose told metrics show a bottleneck (drops at a
   stage, a saturated core) that a knob of the space relieves; a ``global`` round when none
   does (no counters told, nothing saturated, every move measured);
-* ``local``: over every one-knob change of the best few configurations, multi-knob
-  mutations of the best and the uniform pool, then hill climbing on the acquisition through
-  one-knob changes;
+* ``local`` (a trust region around the incumbents): over every one-knob change of the best
+  few configurations, multi-knob mutations of the best and the uniform pool, then hill
+  climbing on the acquisition through one-knob changes;
+* ``global``: the acquisition maximised over a standing pool of uniform samples;
 * ``coordinate``: over the untried values of the next knob, in a shuffled round robin, of
-  the best configuration so far (so a one-knob improvement the model doubts is still
-  tried; this is what finds ``governor`` on Benson UDP).
-
-Two plans (parameters ``rounds`` and ``n_init`` override them): with two or more start
-configurations (the job loop gives the default and, where the space has one, its
-``baseline`` profile: someone's tuned configuration) the engine searches around the best
-one: a first round of three besides the start ones and rounds cycling ``local``,
-``coordinate``. With the default alone it explores: a first round of half the number of
-knobs (at least 6), then ``global`` and ``diagnose`` rounds in turn. Chosen on
-``bench/engines.py`` (see ``ROUND_CYCLE`` and ``EXPERT_ROUND_CYCLE``).
+  the best configuration so far;
+* ``explore``: the next point of the Sobol design. A model round explores instead whenever
+  the fitted GP's signal-to-noise ratio is below ``flat_snr`` (the data look like noise, so
+  the model has nothing to exploit yet), and once after ``stall`` proposals without a better
+  score.
 
 Small spaces are enumerated and scored whole.
 
@@ -49,8 +48,7 @@ with a move drawn at random, around the best told configurations); Optuna stays 
 module and is imported only when that surrogate is chosen.
 
 Rounds and batches: proposals come in rounds of ``batch`` configurations. The first round
-holds the start configurations and ``n_init`` initial ones (half one-knob changes of the
-last start configuration, half uniform samples); every later round is computed once
+holds the start configurations and ``n_init`` initial ones (above); every later round is computed once
 everything asked before has been told, with a kriging believer (a constant liar that lies
 with the model's mean) inside the round. So the proposals depend only on the seed and the
 tells, never on how many configurations each ``ask`` requested.
@@ -70,30 +68,12 @@ import numpy as np
 
 from nictune.errors import InvalidInputError
 from nictune.optimizer._base import Engine, Param, register_engine
-from nictune.optimizer.diagnosis import relief_moves
+from nictune.optimizer.diagnosis import relief_moves, relieved
+from nictune.optimizer.gp import GaussianProcess
 from nictune.optimizer.objectives import Score
 from nictune.search_spaces import BoolKnob, ChoiceKnob, Configuration, Knob, SearchSpace, Value
+from nictune.search_spaces.design import space_filling
 
-#: Lower bound of the GP's length scales, in the encoded [0, 1] space. Fitted by
-#: marginal likelihood on a few dozen points in twenty dimensions, unbounded length scales
-#: collapse to 0.02 with no noise: a lookup table that predicts nothing about an untried
-#: configuration. Measured on bench/engines.py, Benson UDP, 100 seeds, recommendation at 50
-#: within 2% of the optimum: 64% with a bound of 0.02, 70% with 0.1 (and a noise floor of
-#: 1e-3), 88% with 0.2, 87% with 0.3, 91% with 0.5, 87% with 1.0.
-LENGTH_SCALE_MIN = 0.5
-#: Where the length scales start (every knob irrelevant until the data say otherwise) and the
-#: scale of the sparsity prior: each inverse squared length scale 1/l^2 is half-Cauchy(0, tau),
-#: which pulls the length scales of the knobs the data do not need towards infinity. With
-#: ~35 measurements in 25 knobs (linux-nic) plain marginal likelihood leaves most length scales
-#: near the bound, and the model cannot tell the few knobs that matter from the rest. Measured
-#: on bench/engines.py (3% noise, recommendation at 50 measurements within 2% of the optimum,
-#: 100 seeds): linux-nic 69% against 59% without the prior (starting at the bound) and 54%
-#: without it but starting at 5 (64% with tau 3, 67% with tau 1 and start 20); Benson UDP 93%
-#: against 91% and 84%. On 40 seeds: linux-nic 78% with tau 0.1 and 70% with 0.01; on 100
-#: (seeds 0-99, the bench's job procedure): 67% with 0.1, 74% with 0.3 (70.5% against 63% on
-#: 200 seeds, sign test p = 0.10), but tau 0.3 leaves Benson UDP at 88% (100 seeds).
-SPARSITY_TAU = 1.0
-LENGTH_SCALE_START = 5.0
 #: Spaces with at most this many configurations (before constraints) are enumerated.
 ENUMERATE_LIMIT = 4096
 #: Feasible trials sit this far below 0 in the constraint model's target.
@@ -101,25 +81,15 @@ FEASIBLE_MARGIN = 0.5
 #: Hill-climbing rounds on the acquisition, and how many candidates climb.
 CLIMB_ROUNDS = 2
 CLIMBERS = 3
-#: With the default alone, model rounds are global (expected improvement over a pool of
-#: uniform samples) and diagnose (the relief moves of the best configurations' bottleneck) in
-#: turn; the first model round is global. Measured on bench/engines.py (100 seeds,
-#: recommendation at 50 measurements within 2% of the optimum): global rounds only, linux-nic
-#: 81% (59% against 34% with (global, local, coordinate) before the final race); with diagnose
-#: rounds in turn 95% (94% of seeds 0-299 through the bench's job procedure, against 78%);
-#: every third round a diagnose one: 85% of seeds 0-99 (a prototype). Local and coordinate
-#: rounds spend measurements around a plateau; relief moves change the one knob the counters
-#: point at. Mishra TCP 99% and Nurika 100% either way.
-ROUND_CYCLE: tuple[str, ...] = ("diagnose", "global")
-#: With an expert's configuration among the start ones (a second start configuration, e.g.
-#: the space's baseline profile), searching around it pays: a small first round and no
-#: global rounds. Measured on bench/engines.py, Benson UDP, configuration recommended at 50
-#: measurements within 2% of the optimum, 100 seeds: 91% against 10% with global rounds
-#: only and 83% with (local, coordinate, global); on linux-nic (the default alone) it
-#: reached 29%, hence two plans.
-EXPERT_ROUND_CYCLE = ("local", "coordinate")
-EXPERT_N_INIT = 3
-ROUND_KINDS = ("global", "local", "coordinate", "diagnose")
+#: Model rounds cycle diagnose (the relief moves of the best configurations' bottleneck; a
+#: global round where no counters point anywhere) and local (trust region: one-knob changes and
+#: mutations of the best few, then hill climbing on the acquisition). Chosen on the development
+#: instances of bench/engines.py (sim and synthetic families, 20 seeds, budgets 20/30/60), over
+#: (diagnose, global), (local, coordinate) and (global,); see the README's engine section.
+ROUND_CYCLE: tuple[str, ...] = ("diagnose", "local")
+#: Configurations of the first round besides the start ones.
+N_INIT = 6
+ROUND_KINDS = ("global", "local", "coordinate", "diagnose", "explore")
 #: Suggestions the ``tpe`` surrogate may make for one proposal before a uniform sample takes
 #: its place: a converged TPE keeps suggesting configurations already measured (or ones the
 #: space repairs), and each suggestion costs a pass over every trial. bench/engines.py, Nurika,
@@ -217,102 +187,15 @@ def enumerate_space(space: SearchSpace, limit: int = ENUMERATE_LIMIT) -> list[Co
 
 def normal_scores(y: np.ndarray) -> np.ndarray:
     """Rank-based normal scores of ``y`` (ties share their average rank)."""
-    from statistics import NormalDist
+    from scipy.stats import norm, rankdata
 
-    n = len(y)
-    order = np.argsort(y, kind="stable")
-    ranks = np.empty(n)
-    ranks[order] = np.arange(n, dtype=float)
-    for value in np.unique(y):  # average ranks of ties
-        mask = y == value
-        if mask.sum() > 1:
-            ranks[mask] = ranks[mask].mean()
-    dist = NormalDist()
-    return np.array([dist.inv_cdf((r + 0.5) / n) for r in ranks])
-
-
-# ---------------------------------------------------------------------- GP surrogate
-class _GP:
-    """A scikit-learn GP with the engine's kernel; hyperparameters refitted on a schedule."""
-
-    def __init__(self, width: int):
-        self.width = width
-        self.kernel: Any = None
-        self.fitted_at = 0
-        self.model: Any = None
-
-    def _initial_kernel(self) -> Any:
-        from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
-
-        return (ConstantKernel(1.0, (0.05, 20.0))
-                * Matern(length_scale=np.full(self.width, LENGTH_SCALE_START),
-                         length_scale_bounds=(LENGTH_SCALE_MIN, 50.0), nu=2.5)
-                + WhiteKernel(0.05, (1e-6, 1.0)))
-
-    @staticmethod
-    def _length_scale_slice(kernel: Any) -> slice:
-        """Where the length scales sit in ``kernel.theta`` (free hyperparameters, in order)."""
-        start = 0
-        for hp in kernel.hyperparameters:
-            if hp.fixed:
-                continue
-            if hp.name.endswith("length_scale"):
-                return slice(start, start + hp.n_elements)
-            start += hp.n_elements
-        raise ValueError("the kernel has no length scales")
-
-    @staticmethod
-    def sparsity_penalty(theta: np.ndarray, where: slice, tau: float = SPARSITY_TAU) -> tuple[float, np.ndarray]:
-        """Negative log density (up to a constant) of the sparsity prior and its gradient in
-        ``theta`` (log length scales at ``where``): ``sum log(1 + (rho / tau)^2)`` with
-        ``rho = 1 / l^2 = exp(-2 theta)``."""
-        r = np.exp(-2.0 * theta[where]) / tau
-        grad = np.zeros_like(theta)
-        grad[where] = -4.0 * r * r / (1.0 + r * r)
-        return float(np.sum(np.log1p(r * r))), grad
-
-    def _map_optimizer(self, kernel: Any) -> Any:
-        """An optimizer for scikit-learn that maximises likelihood times the sparsity prior."""
-        from scipy.optimize import minimize
-
-        where = self._length_scale_slice(kernel)
-
-        def optimize(obj_func: Any, theta0: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, float]:
-            def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
-                value, grad = obj_func(theta, eval_gradient=True)
-                penalty, penalty_grad = self.sparsity_penalty(theta, where)
-                return float(value) + penalty, np.asarray(grad) + penalty_grad
-
-            result = minimize(objective, theta0, jac=True, method="L-BFGS-B", bounds=bounds)
-            return result.x, float(result.fun)
-
-        return optimize
-
-    def fit(self, x: np.ndarray, y: np.ndarray, *, refit: bool) -> None:
-        from sklearn.gaussian_process import GaussianProcessRegressor
-
-        kernel = self.kernel if self.kernel is not None else self._initial_kernel()
-        model = GaussianProcessRegressor(kernel=kernel, normalize_y=True, n_restarts_optimizer=0,
-                                         optimizer=self._map_optimizer(kernel) if refit else None, alpha=1e-8)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(x, y)
-        if refit:
-            self.kernel = model.kernel_
-            self.fitted_at = len(y)
-        self.model = model
-
-    def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            mu, sd = self.model.predict(x, return_std=True)
-        return np.asarray(mu, dtype=float), np.maximum(np.asarray(sd, dtype=float), 1e-9)
+    return np.asarray(norm.ppf((rankdata(y) - 0.5) / len(y)), dtype=float)
 
 
 def _norm_cdf(z: np.ndarray) -> np.ndarray:
-    from math import erf
+    from scipy.special import ndtr
 
-    return np.array([0.5 * (1.0 + erf(v / math.sqrt(2.0))) for v in z.ravel()]).reshape(z.shape)
+    return np.asarray(ndtr(z), dtype=float)
 
 
 def _norm_pdf(z: np.ndarray) -> np.ndarray:
@@ -335,22 +218,36 @@ class BayesEngine(Engine):
         "surrogate": Param(str, "gp", help="gp (Gaussian process, scikit-learn) or tpe (Optuna's TPE)"),
         "batch": Param(int, 1, low=1, high=64,
                        help="configurations per round (set it to the number of parallel testbeds)"),
-        "n_init": Param(int, None, low=0, high=100,
-                        help="configurations in the first round besides the start ones "
-                             "(default: half the number of knobs, at least 6)"),
+        "n_init": Param(int, N_INIT, low=0, high=100,
+                        help="configurations in the first round besides the start ones"),
         "candidates": Param(int, 512, low=16, high=100_000,
                             help="uniform samples in the acquisition pool"),
         "refit_every": Param(float, 0.2, low=0.0, high=10.0,
                              help="refit GP hyperparameters when the data grew by this fraction"),
+        "init": Param(str, "sobol",
+                      help="first round: mixed (one-knob changes of the last start configuration and "
+                           "uniform samples) or sobol (a space-filling design)"),
+        "hints": Param(int, 1, low=0, high=1,
+                       help="1: the first round also measures the default with every knob that relieves a "
+                            "bottleneck moved all the way (the space's relieves:)"),
+        "flat_snr": Param(float, 3.0, low=0.0, high=1000.0,
+                          help="a model round whose GP sees a signal-to-noise ratio below this explores instead "
+                               "(0: never)"),
+        "noise_floor": Param(float, 0.03, low=1e-6, high=0.5,
+                             help="smallest noise variance of the GP (standardised targets)"),
+        "stall": Param(int, 0, low=0, high=100,
+                       help="after this many proposals without a better score, one space-filling proposal "
+                            "(0: never)"),
         "rounds": Param(str, None,
-                        help="the cycle of model rounds, comma-separated kinds of global, local, coordinate "
-                             "(default: local,coordinate with two or more start configurations, "
-                             "else global)"),
+                        help="the cycle of model rounds, comma-separated kinds of "
+                             f"{', '.join(ROUND_KINDS)} (default: {','.join(ROUND_CYCLE)})"),
     }
 
     def _check_params(self, params: dict[str, Any]) -> None:
         if params["surrogate"] not in ("gp", "tpe"):
             raise self.param_error("surrogate", "must be gp or tpe")
+        if params["init"] not in ("mixed", "sobol"):
+            raise self.param_error("init", "must be mixed or sobol")
         kinds = params["rounds"].split(",") if params["rounds"] is not None else list(ROUND_CYCLE)
         if not kinds or any(k not in ROUND_KINDS for k in kinds):
             raise self.param_error("rounds", f"must be a comma-separated list of {', '.join(ROUND_KINDS)}")
@@ -359,26 +256,24 @@ class BayesEngine(Engine):
         super().__init__(*args, **kwargs)
         self.surrogate: str = self.params["surrogate"]
         self.batch: int = self.params["batch"]
-        expert = len(self.start) >= 2  # the default and someone's tuned configuration
-        given = self.params["n_init"]
-        self.n_init: int = given if given is not None else (
-            EXPERT_N_INIT if expert else max(6, len(self.space.knobs) // 2))
+        self.n_init: int = self.params["n_init"]
         rounds = self.params["rounds"]
-        self.cycle: tuple[str, ...] = (tuple(rounds.split(",")) if rounds is not None
-                                       else EXPERT_ROUND_CYCLE if expert else ROUND_CYCLE)
+        self.cycle: tuple[str, ...] = tuple(rounds.split(",")) if rounds is not None else ROUND_CYCLE
         self.encoder = Encoder(self.space)
         self.all_configs = enumerate_space(self.space)
         self._queue: list[Configuration] = []
         self._told: list[Configuration] = []  # in tell order, for the model
         self.rounds = 0
         self._exhausted = False
-        self._value_gp = _GP(self.encoder.width)
-        self._constraint_gp = _GP(self.encoder.width)
+        self._value_gp = GaussianProcess(self.encoder.width, noise_min=self.params["noise_floor"])
+        self._constraint_gp = GaussianProcess(self.encoder.width, noise_min=self.params["noise_floor"])
         self._tpe: _TpeBackend | None = None
         self._neighbours: dict[str, list[tuple[str, Configuration]]] = {}
         self._coord_center = ""
         self._coord_queue: list[str] = []
         self._uniform: list[Configuration] = []
+        self._explore_now = False
+        self._explored_at = -1
         self._queue = self._first_round()
 
     # ------------------------------------------------------------ ask / tell
@@ -488,6 +383,14 @@ class BayesEngine(Engine):
             pool = [c for c in self.all_configs if c.hash not in taken]
             self.rng.shuffle(pool)
             return out + pool[:n_init]
+        if self.params["hints"] and n_init > 0:
+            bold = relieved(self.space, self.start[0] if self.start else self.space.default())
+            if bold is not None and bold.hash not in taken:
+                out.append(bold)
+                taken.add(bold.hash)
+                n_init -= 1
+        if self.params["init"] == "sobol":
+            return out + space_filling(self.space, n_init, self.seed, exclude=taken)
         wanted = len(out) + n_init
         if self.start:
             neighbours = list(self.neighbours(self.start[-1]))
@@ -506,8 +409,29 @@ class BayesEngine(Engine):
         return out
 
     def _round_kind(self) -> str:
-        """Model rounds cycle through the plan's kinds (see the module docstring)."""
+        """Model rounds cycle through the plan's kinds (see the module docstring); a stalled
+        search explores."""
+        if self._explore_now:
+            return "explore"
         return self.cycle[self.rounds % len(self.cycle)]
+
+    def _stalled(self) -> bool:
+        """The best told score has not improved over the last ``stall`` proposals of the engine
+        (nor since the last exploring round)."""
+        n = self.params["stall"]
+        if not n:
+            return False
+        best: Score | None = None
+        since = 0
+        for i, config in enumerate(self._told):
+            score = self._scores[config.hash]
+            if best is None or score > best:
+                best, since = score, 0
+            else:
+                since += 1
+            if i == self._explored_at:
+                since = 0
+        return since >= n
 
     def _next_round(self) -> list[Configuration]:
         self.rounds += 1
@@ -530,6 +454,9 @@ class BayesEngine(Engine):
                 if out:
                     return out
             return self._tpe.propose(self.batch)
+        self._explore_now = self._stalled()
+        if self._explore_now:
+            self._explored_at = len(self._told) - 1 + self.batch
         return self._gp_round(self.batch)
 
     # ------------------------------------------------------------ GP proposals
@@ -546,8 +473,8 @@ class BayesEngine(Engine):
                          (math.log1p(s.violation) if math.isfinite(s.violation) else top) for s in scores])
         return configs, values, cons, any(not s.feasible for s in scores)
 
-    def _should_refit(self, gp: _GP, n: int) -> bool:
-        return gp.kernel is None or n >= max(gp.fitted_at + 1, gp.fitted_at * (1.0 + self.params["refit_every"]))
+    def _should_refit(self, gp: GaussianProcess, n: int) -> bool:
+        return gp.fitted_at == 0 or n >= max(gp.fitted_at + 1, gp.fitted_at * (1.0 + self.params["refit_every"]))
 
     def _gp_round(self, q: int) -> list[Configuration]:
         configs, values, cons, constrained = self._training()
@@ -603,12 +530,18 @@ class BayesEngine(Engine):
         order = sorted(range(len(configs)), key=lambda i: (not feasible[i], -mu_seen[i]))
         centers = [configs[i] for i in order[:3]]
         kind = self._round_kind()
+        if self.params["flat_snr"] and self._value_gp.signal_to_noise < self.params["flat_snr"]:
+            kind = "explore"  # the data look like noise: nothing to exploit yet
         pool = self._coordinate_pool(taken) if kind == "coordinate" else []
         if kind == "diagnose" and self.all_configs is None:
             pool = self._relief_pool(centers, taken)
             kind = "diagnose" if pool else "global"
         if self.all_configs is not None:
             pool = [c for c in self.all_configs if self._fresh(c, taken)]
+        elif kind == "explore":
+            # Space-filling: the next points of the first round's Sobol sequence not asked yet.
+            pool = space_filling(self.space, 1, self.seed, exclude={h for h in self._asked} | taken)
+            return pool[0] if pool else None
         elif kind == "global":
             pool = self._pool([], taken)
         elif not pool:

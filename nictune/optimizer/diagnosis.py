@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from nictune.errors import InvalidInputError
-from nictune.search_spaces import Configuration, SearchSpace
+from nictune.search_spaces import Configuration, SearchSpace, Value
 from nictune.search_spaces._base import BOTTLENECKS
 
 #: When a counter's mean says its stage is saturated: at least one dropped packet per run,
@@ -62,3 +62,34 @@ def relief_moves(space: SearchSpace, config: Configuration, metrics: Mapping[str
                     continue
                 out.setdefault(moved.hash, moved)
     return list(out.values())
+
+
+def relieved(space: SearchSpace, base: Configuration) -> Configuration | None:
+    """``base`` with every knob that relieves some bottleneck moved all the way in that
+    direction (the end of its range) or to its relief value: a configuration in which no
+    stage the space knows of should saturate, what a tuner tries first on a new host (large
+    MTU, rings, buffers and queues, offloads on). Knobs whose reliefs disagree keep their
+    value; ``None`` when nothing changes. A prior, never a rule: the engine measures it like
+    any other proposal and learns from what it gives."""
+    values = base.as_dict()
+    for name, knob in space.knobs.items():
+        if name not in values or not knob.relieves:
+            continue
+        targets: set[Value] = set()
+        for relief in knob.relieves:
+            if relief.direction is None:
+                if relief.value is not None:
+                    targets.add(relief.value)
+            else:
+                listed = knob.values()
+                ends = (listed[0], listed[-1]) if listed else (knob.decode(0.0), knob.decode(1.0))
+                targets.add(ends[1] if relief.direction == "up" else ends[0])
+        if len(targets) == 1:
+            values[name] = targets.pop()
+    try:
+        moved = space.configuration(values, strict=False)
+    except InvalidInputError:
+        import random
+
+        moved = space.repair(values, random.Random(0))
+    return None if moved.hash == base.hash else moved

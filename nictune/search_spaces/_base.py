@@ -172,6 +172,17 @@ class Knob(ABC):
         """All values in order, or ``None`` when there are too many to list."""
         return None
 
+    def quantile(self, u: float) -> Value:
+        """The value at quantile ``u`` in ``[0, 1)`` of the uniform distribution over the knob's
+        values: each listed value owns an equal share of ``[0, 1)``, so a uniform ``u`` draws
+        every value equally often (the end values included). Knobs too large to list use
+        :meth:`decode` (uniform in log space for log-scaled ones)."""
+        u = min(max(u, 0.0), 1.0)
+        listed = self.values()
+        if listed:
+            return listed[min(len(listed) - 1, int(u * len(listed)))]
+        return self.decode(u)
+
     def mutate(self, value: Value, rng: random.Random, scale: float = 0.2) -> Value:
         """A nearby different value (Gaussian step in encoded space), never out of range."""
         card = self.cardinality()

@@ -115,8 +115,18 @@ class IntKnob(Knob):
         snapped = self.low + round((raw - self.low) / self.step) * self.step
         return min(self.high - (self.high - self.low) % self.step, max(self.low, snapped))
 
+    def quantile(self, u: float) -> int:
+        listed = self.values()
+        if listed or self.log:
+            return super().quantile(u)  # type: ignore[return-value]
+        # Too many values to list: every step of the grid owns an equal share of [0, 1).
+        count = (self.high - self.low) // self.step + 1
+        return self.low + min(count - 1, int(min(max(u, 0.0), 1.0) * count)) * self.step
+
     def sample(self, rng: random.Random) -> int:
-        return self.decode(rng.random())
+        # Uniform over the values: decode() rounds, which gives the two end values half the
+        # share of the others, and network optima sit at range ends more than anywhere else.
+        return self.quantile(rng.random())
 
 
 @dataclass

@@ -13,6 +13,7 @@ from nictune.measure.sim import PROFILES, SimTestbed
 from nictune.measure.workloads import get_workload
 from nictune.optimizer import BayesEngine, Goal, Score, make_engine
 from nictune.optimizer.bayes import Encoder, enumerate_space, normal_scores
+from nictune.optimizer.diagnosis import relieved
 from nictune.search_spaces import Configuration, load_space
 
 from ._toys import BENSON_TARGET, drive, separable
@@ -159,16 +160,24 @@ def test_invalid_parameters_are_rejected(params: dict[str, object]) -> None:
     assert info.value.field == f"engine_params.{next(iter(params))}"
 
 
-def test_an_expert_start_configuration_switches_to_the_local_plan() -> None:
+def test_the_first_round_is_the_starts_the_relieved_default_and_a_space_filling_design() -> None:
     space = load_space("benson-40g")
-    expert = BayesEngine(space, seed=0, start=[space.default(), space.profile("baseline")])
-    assert expert.n_init == 3 and expert.cycle == ("local", "coordinate")
-    assert len(expert.ask(20)) == 2 + 3
-    alone = BayesEngine(space, seed=0, start=[space.default()])
-    assert alone.n_init == 7 and alone.cycle == ("diagnose", "global")
-    given = BayesEngine(space, seed=0, params={"rounds": "coordinate,global", "n_init": 4},
-                        start=[space.default(), space.profile("baseline")])
+    starts = [space.default(), space.profile("baseline")]
+    engine = BayesEngine(space, seed=0, start=starts)
+    assert engine.n_init == 6 and engine.cycle == ("diagnose", "local")
+    first = engine.ask(20)
+    assert len(first) == 2 + 6  # nothing more until the first round is told
+    assert [c.hash for c in first[:2]] == [c.hash for c in starts]
+    bold = relieved(space, space.default())
+    assert bold is not None and first[2].hash == bold.hash
+    assert len({c.hash for c in first}) == len(first)
+    # The design does not depend on the engine's random generator, only on the seed.
+    again = BayesEngine(space, seed=0, start=starts).ask(20)
+    assert [c.hash for c in again] == [c.hash for c in first]
+    given = BayesEngine(space, seed=0, params={"rounds": "coordinate,global", "n_init": 4, "hints": 0},
+                        start=starts)
     assert given.n_init == 4 and given.cycle == ("coordinate", "global")
+    assert bold.hash not in {c.hash for c in given.ask(20)}
 
 
 def test_unknown_round_kinds_are_rejected() -> None:
@@ -180,57 +189,66 @@ def test_unknown_round_kinds_are_rejected() -> None:
 def test_sparsity_penalty_gradient_matches_finite_differences() -> None:
     import numpy as np
 
-    from nictune.optimizer.bayes import _GP
+    from nictune.optimizer.gp import sparsity_penalty
 
-    theta = np.array([0.3, -0.7, 0.0, 1.2, 2.5, -2.0])
-    where = slice(1, 5)
-    value, grad = _GP.sparsity_penalty(theta, where, tau=1.0)
-    assert grad[0] == 0.0 and grad[5] == 0.0
-    for i in range(1, 5):
-        step = np.zeros_like(theta)
+    log_scales = np.array([-0.7, 0.0, 1.2, 2.5])
+    value, grad = sparsity_penalty(log_scales, tau=1.0)
+    for i in range(4):
+        step = np.zeros_like(log_scales)
         step[i] = 1e-6
-        numeric = (_GP.sparsity_penalty(theta + step, where, 1.0)[0]
-                   - _GP.sparsity_penalty(theta - step, where, 1.0)[0]) / 2e-6
+        numeric = (sparsity_penalty(log_scales + step, 1.0)[0] - sparsity_penalty(log_scales - step, 1.0)[0]) / 2e-6
         assert grad[i] == pytest.approx(numeric, rel=1e-5, abs=1e-8)
     # Longer length scales cost less: the prior favours "this knob does not matter".
-    assert _GP.sparsity_penalty(theta + 1.0, where, 1.0)[0] < value
+    assert sparsity_penalty(log_scales + 1.0, 1.0)[0] < value
+
+
+def test_likelihood_gradient_matches_finite_differences() -> None:
+    import numpy as np
+
+    from nictune.optimizer.gp import GaussianProcess
+
+    rng = np.random.default_rng(1)
+    x = rng.random((25, 6))
+    y = np.sin(3.0 * x[:, 0]) + 0.1 * rng.standard_normal(25)
+    gp = GaussianProcess(6)
+    theta = gp.theta + rng.normal(0.0, 0.3, len(gp.theta))
+    ys = (y - y.mean()) / y.std()
+    _, grad = gp.log_marginal_likelihood(theta, x, ys)
+    for i in range(len(theta)):
+        step = np.zeros_like(theta)
+        step[i] = 1e-6
+        numeric = (gp.log_marginal_likelihood(theta + step, x, ys)[0]
+                   - gp.log_marginal_likelihood(theta - step, x, ys)[0]) / 2e-6
+        assert grad[i] == pytest.approx(numeric, rel=1e-4, abs=1e-6)
 
 
 def test_the_gp_tells_the_knobs_that_matter_from_the_ones_that_do_not() -> None:
     import numpy as np
 
-    from nictune.optimizer.bayes import _GP
+    from nictune.optimizer.gp import GaussianProcess
 
-    gp = _GP(30)
-    kernel = gp._initial_kernel()
-    assert gp._length_scale_slice(kernel) == slice(1, 31)  # after the constant, before the noise
+    gp = GaussianProcess(30)
     rng = np.random.default_rng(3)
     x = rng.random((20, 30))
     y = np.sin(3.0 * x[:, 4]) + x[:, 7] + 0.02 * rng.standard_normal(20)  # columns 4 and 7 matter
-    gp.fit(x, y, refit=True)  # (this toy is easy: it holds without the sparsity prior too)
-    scales = gp.kernel.k1.k2.length_scale
+    gp.fit(x, y, refit=True)
+    scales = gp.length_scales
     assert set(np.argsort(scales)[:2]) == {4, 7}
     assert np.median(np.delete(scales, [4, 7])) > 40.0  # the rest: "does not matter"
+    xt = rng.random((100, 30))
+    mu, sd = gp.predict(xt)
+    assert np.corrcoef(mu, np.sin(3.0 * xt[:, 4]) + xt[:, 7])[0, 1] > 0.9
+    assert np.all(sd > 0)
 
 
-def test_the_fit_maximises_likelihood_times_the_sparsity_prior() -> None:
+def test_without_evidence_the_prior_alone_makes_every_knob_irrelevant() -> None:
     import numpy as np
 
-    from nictune.optimizer.bayes import _GP
+    from nictune.optimizer.gp import LENGTH_SCALE_START, GaussianProcess
 
-    gp = _GP(4)
-    kernel = gp._initial_kernel()
-    where = gp._length_scale_slice(kernel)
-    bounds = kernel.bounds
-    theta0 = kernel.theta.copy()
-
-    def flat(theta: np.ndarray, eval_gradient: bool = True) -> tuple[float, np.ndarray]:
-        return 0.0, np.zeros_like(theta)  # data that say nothing about any knob
-
-    theta, value = gp._map_optimizer(kernel)(flat, theta0, bounds)
-    # With no evidence, the prior alone decides: every length scale grows (the knob counts as
-    # irrelevant; from 5 to about 25 before the prior's gradient fades), the rest is untouched.
-    assert np.all(theta[where] > theta0[where] + 1.0)
-    assert np.allclose(np.delete(theta, np.arange(where.start, where.stop)),
-                       np.delete(theta0, np.arange(where.start, where.stop)))
-    assert value == pytest.approx(gp.sparsity_penalty(theta, where)[0])
+    gp = GaussianProcess(4)
+    rng = np.random.default_rng(0)
+    x = rng.random((12, 4))
+    gp.fit(x, 0.01 * rng.standard_normal(12), refit=True)  # noise only: nothing to explain
+    assert np.all(gp.length_scales > LENGTH_SCALE_START)  # every one grew from where it started
+    assert gp.fitted_at == 12

@@ -11,7 +11,7 @@ import pytest
 from nictune.measure.sim import PROFILES, SimTestbed
 from nictune.measure.workloads import get_workload
 from nictune.optimizer import BayesEngine, Goal, Score
-from nictune.optimizer.diagnosis import THRESHOLDS, relief_moves, saturated
+from nictune.optimizer.diagnosis import THRESHOLDS, relief_moves, relieved, saturated
 from nictune.search_spaces import load_space, space_from_dict
 from nictune.search_spaces._base import BOTTLENECKS, Relief
 
@@ -57,6 +57,30 @@ def test_a_relief_move_that_breaks_a_constraint_is_left_out() -> None:
     del data["profiles"]
     space = space_from_dict(data)
     assert relief_moves(space, space.default(), {"qdisc_drops": 5.0}) == []
+
+
+def test_relieved_moves_every_relieving_knob_to_the_end_of_its_range_or_its_value() -> None:
+    space = load_space("veth")
+    bold = relieved(space, space.default())
+    assert bold is not None
+    changed = {k: bold[k] for k in bold if bold[k] != space.default()[k]}
+    # MTU, queues and receive buffers all the way up, GRO on (it relieves the receiver core);
+    # GSO/TSO are on already, and nothing without a relieves: entry moves.
+    assert changed == {"mtu": 65000, "txqueuelen": 10000, "netdev_max_backlog": 100000, "gro": True,
+                       "rmem_max": 67108864, "rmem_default": 16777216}
+    assert space.is_valid(bold)
+    assert relieved(space, bold) is None  # nothing left to relieve
+
+
+def test_relieved_keeps_a_knob_whose_reliefs_disagree_and_respects_constraints() -> None:
+    data = copy.deepcopy(load_space("linux-nic").definition)
+    data["knobs"]["txqueuelen"]["relieves"] = {"qdisc_drops": "up", "tx_core_busy_pct": "down"}
+    data["constraints"].append("rx_ring <= 4096")
+    del data["profiles"]
+    space = space_from_dict(data)
+    bold = relieved(space, space.default())
+    assert bold is not None and bold["txqueuelen"] == space.default()["txqueuelen"]
+    assert space.is_valid(bold) and bold["mtu"] == 9000
 
 
 def _told(engine: BayesEngine, testbed: SimTestbed, workload: str, goal: Goal) -> None:

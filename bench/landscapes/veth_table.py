@@ -1,0 +1,257 @@
+"""A benchmark from real measurements: the veth table (``bench/data/veth``) and its surrogate.
+
+The table is what ``bench/collect_veth.py`` measured on a real veth pair (see its
+``provenance.json``): a space-filling design of the ``veth`` space plus the default, its
+one-knob changes and two published configurations, each run at least twice under each
+workload, with every metric and bottleneck counter. It is used the way tabular and surrogate
+benchmarks are in hyperparameter optimisation (HPOBench, YAHPO Gym):
+
+* a configuration of the table answers from the table: a measurement is one of its runs,
+  drawn at random, and its noise-free value is the mean of its runs;
+* any other configuration answers from a model fitted to the table (:class:`Surrogate`: a
+  random forest per metric on ``log1p`` of the figures, chosen over extra trees and
+  gradient boosting by cross-validation, see :func:`surrogate_report`); a measurement adds
+  to the model's prediction the deviation of a random run of a random configuration of the
+  table from its configuration's mean (in ``log1p``), so the noise has the table's own size
+  and its correlation between metrics.
+
+The instances (workload, goal) and their split were fixed before any engine was tuned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.landscapes._base import Landscape, Split
+from nictune.optimizer import Goal
+from nictune.search_spaces import BoolKnob, ChoiceKnob, Configuration, SearchSpace, load_space
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "veth"
+
+#: (workload, objective, constraints, split): fixed before tuning.
+INSTANCES: list[tuple[str, str, tuple[str, ...], Split]] = [
+    ("tcp", "throughput", (), "dev"),
+    ("udp-jumbo", "throughput", ("loss<=1",), "dev"),
+    ("udp-jumbo", "throughput", ("loss<=0.1",), "test"),
+    ("udp-jumbo", "throughput", (), "test"),
+    ("tcp", "throughput", ("loss<=0.1",), "test"),
+    ("tcp", "throughput", ("loss<=0.01",), "test"),
+]
+#: Metrics the surrogate models (everything a veth run reports).
+MODELLED = ("throughput_gbps", "packet_rate_mpps", "loss_pct", "retransmits", "cpu_rx_pct", "cpu_tx_pct",
+            "qdisc_drops", "ring_drops", "backlog_drops", "socket_drops", "rx_core_busy_pct", "tx_core_busy_pct")
+
+
+@dataclasses.dataclass
+class Table:
+    """The measured runs of one workload: configuration hash -> runs (metrics dicts)."""
+
+    space: SearchSpace
+    workload: str
+    configs: dict[str, Configuration]
+    runs: dict[str, list[dict[str, float]]]
+    provenance: dict[str, Any]
+    digest: str
+
+    def mean(self, key: str) -> dict[str, float]:
+        return Goal.mean_metrics(self.runs[key])
+
+
+@cache
+def load_table(workload: str, data: Path = DATA) -> Table:
+    """The runs of ``workload`` in the table at ``data`` (configurations with >= 1 good run).
+
+    Raises:
+        FileNotFoundError: no table there (run ``bench/collect_veth.py``).
+    """
+    design = json.loads((data / "design.json").read_text())
+    space = load_space(design["space"])
+    configs = {e["hash"]: space.configuration(e["config"]) for e in design["entries"]}
+    runs: dict[str, list[dict[str, float]]] = {}
+    raw = (data / "runs.jsonl").read_bytes()
+    for line in raw.decode().splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if rec.get("ok") and rec["workload"] == workload and rec["hash"] in configs:
+            runs.setdefault(rec["hash"], []).append({k: float(v) for k, v in rec["metrics"].items()})
+    provenance = json.loads((data / "provenance.json").read_text()) if (data / "provenance.json").exists() else {}
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    return Table(space, workload, {h: configs[h] for h in runs}, runs, provenance, digest)
+
+
+# ------------------------------------------------------------------ surrogate
+def features(space: SearchSpace, configs: Sequence[Configuration]) -> np.ndarray:
+    """One column per ordered knob (its value's position), one per category of an unordered one."""
+    cols: list[list[float]] = []
+    for c in configs:
+        row: list[float] = []
+        for name, knob in space.knobs.items():
+            value = c.get(name, knob.default)
+            if isinstance(knob, ChoiceKnob) and not knob.ordered and len(knob.choices) > 2:
+                row += [1.0 if value == choice else 0.0 for choice in knob.choices]
+            elif isinstance(knob, BoolKnob):
+                row.append(1.0 if value else 0.0)
+            else:
+                row.append(float(knob.encode(value)))
+        cols.append(row)
+    return np.array(cols, dtype=float)
+
+
+MODELS = ("random-forest", "extra-trees", "gradient-boosting")
+
+
+def _model(kind: str, seed: int) -> Any:
+    from sklearn.ensemble import ExtraTreesRegressor, GradientBoostingRegressor, RandomForestRegressor
+    from sklearn.multioutput import MultiOutputRegressor
+
+    if kind == "random-forest":
+        return RandomForestRegressor(n_estimators=300, min_samples_leaf=2, max_features=0.5, random_state=seed)
+    if kind == "extra-trees":
+        return ExtraTreesRegressor(n_estimators=300, min_samples_leaf=2, max_features=0.5, random_state=seed)
+    return MultiOutputRegressor(GradientBoostingRegressor(n_estimators=300, max_depth=3, learning_rate=0.05,
+                                                          subsample=0.8, random_state=seed))
+
+
+class Surrogate:
+    """Mean metrics of an unmeasured configuration, predicted from the table (log1p space)."""
+
+    def __init__(self, table: Table, kind: str = "random-forest", seed: int = 0):
+        self.table = table
+        self.kind = kind
+        keys = sorted(table.runs)
+        self.metrics = [m for m in MODELLED if all(m in table.mean(k) for k in keys)]
+        x = features(table.space, [table.configs[k] for k in keys])
+        y = np.log1p(np.array([[max(0.0, table.mean(k)[m]) for m in self.metrics] for k in keys]))
+        self.model = _model(kind, seed).fit(x, y)
+        # Deviations of single runs from their configuration's mean (log1p), for the noise.
+        self.residuals: list[np.ndarray] = []
+        for k in keys:
+            mean = np.log1p(np.array([max(0.0, table.mean(k)[m]) for m in self.metrics]))
+            for run in table.runs[k]:
+                if len(table.runs[k]) > 1:
+                    self.residuals.append(np.log1p(np.array([max(0.0, run[m]) for m in self.metrics])) - mean)
+
+    def predict(self, configs: Sequence[Configuration]) -> list[dict[str, float]]:
+        y = np.expm1(self.model.predict(features(self.table.space, configs)))
+        return [dict(zip(self.metrics, map(float, row), strict=True)) for row in np.atleast_2d(y)]
+
+    def noisy(self, clean: dict[str, float], rng: random.Random) -> dict[str, float]:
+        if not self.residuals:
+            return dict(clean)
+        r = self.residuals[rng.randrange(len(self.residuals))]
+        return {m: float(max(0.0, math.expm1(math.log1p(max(0.0, clean[m])) + r[i])))
+                for i, m in enumerate(self.metrics)}
+
+
+def surrogate_report(workload: str, folds: int = 5, data: Path = DATA) -> dict[str, dict[str, float]]:
+    """Cross-validated prediction quality of each model kind on the table's configurations:
+    R^2 and Spearman rank correlation of throughput and log1p(loss), and the share of
+    configurations whose loss <= 0.1 % is predicted right."""
+    from scipy.stats import spearmanr
+    from sklearn.model_selection import KFold
+
+    table = load_table(workload, data)
+    keys = sorted(table.runs)
+    out: dict[str, dict[str, float]] = {}
+    for kind in MODELS:
+        pred: dict[str, dict[str, float]] = {}
+        for train, held in KFold(folds, shuffle=True, random_state=0).split(keys):
+            sub = dataclasses.replace(table, runs={keys[i]: table.runs[keys[i]] for i in train})
+            model = Surrogate(sub, kind)
+            for i, p in zip(held, model.predict([table.configs[keys[i]] for i in held]), strict=True):
+                pred[keys[i]] = p
+        true_t = [table.mean(k)["throughput_gbps"] for k in keys]
+        pred_t = [pred[k]["throughput_gbps"] for k in keys]
+        true_l = [math.log1p(table.mean(k)["loss_pct"]) for k in keys]
+        pred_l = [math.log1p(pred[k]["loss_pct"]) for k in keys]
+
+        def r2(t: list[float], p: list[float]) -> float:
+            mean = statistics.fmean(t)
+            ss = sum((a - mean) ** 2 for a in t) or 1.0
+            return 1 - sum((a - b) ** 2 for a, b in zip(t, p, strict=True)) / ss
+
+        agree = statistics.fmean((table.mean(k)["loss_pct"] <= 0.1) == (pred[k]["loss_pct"] <= 0.1) for k in keys)
+        out[kind] = {"throughput_r2": r2(true_t, pred_t),
+                     "throughput_spearman": float(spearmanr(true_t, pred_t).statistic),
+                     "loss_r2": r2(true_l, pred_l),
+                     "loss_spearman": float(spearmanr(true_l, pred_l).statistic),
+                     "loss_le_0.1_agreement": agree, "configurations": float(len(keys))}
+    return out
+
+
+# ------------------------------------------------------------------ landscape
+@dataclasses.dataclass
+class TableLandscape(Landscape):
+    """One workload of the veth table with one goal."""
+
+    workload: str = "tcp"
+    surrogate_kind: str = "random-forest"
+    counters: bool = True
+
+    def __post_init__(self) -> None:
+        self.table = load_table(self.workload)
+        self.surrogate = Surrogate(self.table, self.surrogate_kind)
+
+    def measured(self, config: Configuration) -> bool:
+        return config.hash in self.table.runs
+
+    def _clean(self, config: Configuration) -> dict[str, float]:
+        if config.hash in self.table.runs:
+            return self.table.mean(config.hash)
+        return self.surrogate.predict([config])[0]
+
+    def _clean_batch(self, configs: list[Configuration]) -> list[dict[str, float]]:
+        unmeasured = [c for c in configs if c.hash not in self.table.runs]
+        predicted = dict(zip((c.hash for c in unmeasured), self.surrogate.predict(unmeasured), strict=True)) \
+            if unmeasured else {}
+        return [self.table.mean(c.hash) if c.hash in self.table.runs else predicted[c.hash] for c in configs]
+
+    def _sample(self, config: Configuration, rng: random.Random) -> dict[str, float]:
+        runs = self.table.runs.get(config.hash)
+        if runs:
+            return dict(runs[rng.randrange(len(runs))])
+        return self.surrogate.noisy(self.clean(config), rng)
+
+    def _identity(self) -> Any:
+        return [self.table.digest, self.surrogate_kind, self.workload]
+
+    def candidates(self) -> list[Configuration]:
+        return list(self.table.configs.values())
+
+    def table_best(self) -> tuple[Configuration, dict[str, float]] | None:
+        """The best configuration of the table by the mean of its runs (feasible first)."""
+        best = max(self.table.configs.values(), key=lambda c: self.goal.score(self.table.mean(c.hash)), default=None)
+        return (best, self.table.mean(best.hash)) if best is not None else None
+
+
+def instance(i: int, data: Path = DATA) -> TableLandscape:
+    workload, objective, constraints, split = INSTANCES[i]
+    goal = Goal.from_names([objective], list(constraints))
+    name = f"table:{workload}/{objective}" + (f"/{','.join(constraints)}" if constraints else "")
+    table = load_table(workload, data)
+    land = TableLandscape(name=name, family="table", split=split, space=table.space, goal=goal, workload=workload)
+    land.description = (f"veth {workload}, {objective}" + (f" ({', '.join(constraints)})" if constraints else "")
+                        + f"; {len(table.runs)} measured configurations, real iperf3 runs")
+    return land
+
+
+def family() -> list[Landscape]:
+    if not (DATA / "runs.jsonl").exists():
+        return []
+    return [instance(i) for i in range(len(INSTANCES))]
+
