@@ -540,7 +540,7 @@ class BayesEngine(Engine):
             pool = [c for c in self.all_configs if self._fresh(c, taken)]
         elif kind == "explore":
             # Space-filling: the next points of the first round's Sobol sequence not asked yet.
-            pool = space_filling(self.space, 1, self.seed, exclude={h for h in self._asked} | taken)
+            pool = space_filling(self.space, 1, self.seed, exclude=set(self._asked) | taken)
             return pool[0] if pool else None
         elif kind == "global":
             pool = self._pool([], taken)

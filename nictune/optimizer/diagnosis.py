@@ -20,6 +20,7 @@ model which knob to change, the counter does.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 
 from nictune.errors import InvalidInputError
@@ -89,7 +90,5 @@ def relieved(space: SearchSpace, base: Configuration) -> Configuration | None:
     try:
         moved = space.configuration(values, strict=False)
     except InvalidInputError:
-        import random
-
         moved = space.repair(values, random.Random(0))
     return None if moved.hash == base.hash else moved

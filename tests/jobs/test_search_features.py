@@ -81,27 +81,32 @@ def test_racing_with_one_repeat_measures_every_configuration_once(engine: Engine
     assert [_runs(t) for t in _trials(engine, outcome.job_id)] == [1] * 8
 
 
+def stopping_after(measurements: int, stop: threading.Event) -> Any:
+    """An executor factory whose executors set ``stop`` after the job's ``measurements``-th
+    measurement (counted over every executor it makes)."""
+    count = [0]
+
+    class Stopping(LocalExecutor):
+        def measure(self, request: MeasureRequest) -> TrialResult:
+            result = super().measure(request)
+            count[0] += 1
+            if count[0] == measurements:
+                stop.set()
+            return result
+
+    return lambda testbed, noise: Stopping(testbed, noise=noise)
+
+
 def test_a_job_stopped_in_its_final_race_resumes_it_to_the_uninterrupted_answer(tmp_path: Any) -> None:
     spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="udp", budget=10, seed=3,
                    noise=0.03, repeats=3, warm_start=False)
     stop = threading.Event()
-
-    class StopInTheRace(LocalExecutor):
-        calls = 0
-
-        def measure(self, request: MeasureRequest) -> TrialResult:
-            result = super().measure(request)
-            StopInTheRace.calls += 1
-            if StopInTheRace.calls == spec.budget + 1:  # the first measurement of the final race
-                stop.set()
-            return result
-
+    factory = stopping_after(spec.budget + 1, stop)  # the first measurement of the final race
     outcomes = {}
     for name in ("straight", "stopped"):
         engine = db.open_database(f"sqlite:///{tmp_path}/{name}.db")
         job = create_job(engine, spec)
         if name == "stopped":
-            factory = lambda testbed, noise: StopInTheRace(testbed, noise=noise)  # noqa: E731
             first = JobRunner(engine, stop=stop, executor_factory=factory).run(job)
             assert first.state == "interrupted" and first.trials == spec.budget
             assert sorted(_runs(t) for t in _trials(engine, job)) == [1] * 9 + [2]
@@ -379,20 +384,9 @@ def test_a_race_whose_recommendation_moves_ends_with_the_recommendation_measured
 def test_a_moving_race_stopped_halfway_resumes_to_a_recommendation_with_its_repeats(tmp_path: Any) -> None:
     spec = JobSpec(**MOVING)  # type: ignore[arg-type]
     stop = threading.Event()
-
-    class StopInTheRace(LocalExecutor):
-        calls = 0
-
-        def measure(self, request: MeasureRequest) -> TrialResult:
-            result = super().measure(request)
-            StopInTheRace.calls += 1
-            if StopInTheRace.calls == spec.budget + 4:  # inside the race, after the finalists
-                stop.set()
-            return result
-
+    factory = stopping_after(spec.budget + 4, stop)  # inside the race, after the finalists
     engine = db.open_database(f"sqlite:///{tmp_path}/moving.db")
     job = create_job(engine, spec)
-    factory = lambda testbed, noise: StopInTheRace(testbed, noise=noise)  # noqa: E731
     assert JobRunner(engine, stop=stop, executor_factory=factory).run(job).state == "interrupted"
     assert JobRunner(engine).run(job).state == "completed"
     report = job_report(engine, job)
