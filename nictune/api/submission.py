@@ -132,7 +132,7 @@ def build_spec(body: JobCreate, settings: ApiSettings) -> JobSpec:
         engine=body.engine, engine_params=dict(body.engine_params), constraints=list(body.constraints),
         budget=body.budget, repeats=body.repeats, racing=body.racing, warm_start=body.warm_start,
         seed=body.seed, noise=body.noise, scenario=body.scenario,
-        duration_s=body.duration_s,
+        duration_s=body.duration_s, short_run_s=body.short_run_s, short_risk=body.short_risk,
     )
     check_engine_params(spec.engine_name, spec.engine_params)
     return spec

@@ -24,7 +24,7 @@ from nictune.api.schemas.jobs import (
 from nictune.api.schemas.trials import TrialOut
 from nictune.db import Configuration, Job, Trial
 from nictune.errors import NictuneError
-from nictune.jobs.report import knob_changes
+from nictune.jobs.report import knob_changes, short_runs
 from nictune.optimizer import Goal, Score
 from nictune.search_spaces import space_from_dict
 
@@ -190,6 +190,8 @@ def _search_details(job: Job, detailed: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "racing": bool((stats.get("options") or {}).get("racing")),
         "runs": stats.get("runs"),
+        "short_runs": short_runs(stats),
+        "bench_seconds": stats.get("bench_seconds"),
         "warm_start_reused": (stats.get("warm_start") or {}).get("configs"),
         "engine_done_at": stats.get("engine_done_at"),
     }

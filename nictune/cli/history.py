@@ -20,7 +20,14 @@ from nictune.cli.remote import (
     history_remote,
     job_report_remote,
 )
-from nictune.cli.results import print_best, print_engine_done, print_front, print_jobs, print_noise
+from nictune.cli.results import (
+    print_best,
+    print_engine_done,
+    print_front,
+    print_jobs,
+    print_noise,
+    print_short_runs,
+)
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
 from nictune.jobs.runner import INT32_MAX
@@ -138,6 +145,7 @@ def show(
                   + (f", constraints {', '.join(report['constraints'])}" if report["constraints"] else "")
                   + f", budget {report['budget']}, repeats {report['repeats']}, seed {report['seed']}")
     print_engine_done(report)
+    print_short_runs(report)
     for notice in report.get("notices") or []:
         console.print(f"note: {notice}")
     if len(report["objectives"]) > 1:

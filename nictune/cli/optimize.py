@@ -24,7 +24,14 @@ from nictune.cli._common import (
 )
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
-from nictune.cli.results import changes_table, default_vs_best_table, print_engine_done, print_front, print_noise
+from nictune.cli.results import (
+    changes_table,
+    default_vs_best_table,
+    print_engine_done,
+    print_front,
+    print_noise,
+    print_short_runs,
+)
 from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_header, job_report
 from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE, INT32_MAX
@@ -81,6 +88,14 @@ def optimize(
     noise: float | None = typer.Option(None, "--noise", help="Simulated testbeds: noise (coefficient of variation)."),
     scenario: str | None = typer.Option(None, "--scenario", help="idle or busy host."),
     duration: float | None = typer.Option(None, "--duration", help="Seconds per benchmark run (default 10)."),
+    short_run: float | None = typer.Option(
+        None, "--short-run", metavar="SECONDS",
+        help="Short runs first: run each new configuration this many seconds, and full length only when "
+             "it could still beat the best so far (e.g. 2 with 10 s runs). Off by default."),
+    short_risk: float = typer.Option(
+        0.05, "--short-risk", metavar="P",
+        help="With --short-run: most chance of leaving a configuration at its short run when it is in "
+             "fact as good as the best so far's lower bound."),
     resume: int | None = typer.Option(None, "--resume", metavar="JOB_ID", min=1, max=INT32_MAX,
                                         help="Resume a stopped job."),
     db_url: str | None = DB_OPTION,
@@ -104,7 +119,7 @@ def optimize(
             "engine": engine,
             "engine_params": _parse_params(param), "constraints": constraint, "budget": budget,
             "repeats": repeats, "seed": seed, "noise": noise, "scenario": scenario, "duration_s": duration,
-            "racing": racing, "warm_start": warm_start,
+            "racing": racing, "warm_start": warm_start, "short_run_s": short_run, "short_risk": short_risk,
         }, json_out)
         return
     dbe = open_db(db_url)
@@ -117,7 +132,7 @@ def optimize(
         spec = JobSpec(objectives=objective, testbed=testbed, workload=workload, space=space, engine=engine,
                        engine_params=_parse_params(param), constraints=constraint, budget=budget,
                        repeats=repeats, seed=seed, noise=noise, scenario=scenario, duration_s=duration,
-                       racing=racing, warm_start=warm_start)
+                       racing=racing, warm_start=warm_start, short_run_s=short_run, short_risk=short_risk)
         job_id = create_job(dbe, spec)  # validates first: an error is the only thing printed
         if testbed == DEFAULT_TESTBED and not json_out:
             console.print(f"testbed: {DEFAULT_TESTBED} (default; {SIM_NOTE}). "
@@ -255,6 +270,8 @@ def _json_result(report: dict[str, Any]) -> dict[str, Any]:
         "runs": report.get("runs"),
         "racing": report.get("racing"),
         "race": report.get("race"),
+        "short_runs": report.get("short_runs"),
+        "bench_seconds": report.get("bench_seconds"),
         "warm_start": _warm_summary(report.get("warm_start")),
         "engine_done_at": report.get("engine_done_at"),
         "front": [_front_row(row) for row in report.get("front") or []],
@@ -286,6 +303,7 @@ def _print_result(report: dict[str, Any]) -> None:
         console.print(f"warm start: {warm['reused']} configurations measured earlier on this testbed and workload "
                       + ("were reused" if warm["used_by_engine"] else f"(engine {report['engine']} cannot use them)"))
     print_engine_done(report)
+    print_short_runs(report)
     if best is None:
         console.print("no trial completed")
         return

@@ -16,6 +16,7 @@ from nictune.cli.results import (
     print_engine_done,
     print_jobs,
     print_noise,
+    print_short_runs,
 )
 from nictune.optimizer import get_objective
 
@@ -109,6 +110,7 @@ def _print_remote_result(job: dict[str, Any], default: dict[str, Any] | None) ->
     console.print(f"job {job['id']} {job['state']}: {prog.get('done', 0)} trials, {prog.get('measured', 0)} "
                   f"measured, {prog.get('cached', 0)} from the cache, {prog.get('failed', 0)} failed")
     print_engine_done(job)
+    print_short_runs(job)
     best = job.get("best")
     if not best:
         console.print("no trial completed")

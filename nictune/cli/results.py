@@ -78,6 +78,18 @@ def print_engine_done(report: dict[str, Any]) -> None:
                   f"budgeted trials{small}")
 
 
+def print_short_runs(report: dict[str, Any]) -> None:
+    """How short runs first went: configurations left at their short run, promoted, seconds."""
+    short = report.get("short_runs")
+    if not short:
+        return
+    seconds = report.get("bench_seconds")
+    spent = (f"; {seconds:,.0f} s of benchmark runs in all" + (" (modelled, not spent)" if report.get("simulated")
+                                                               else "")) if seconds else ""
+    console.print(f"short runs first ({short['duration_s']:g} s, risk {short['risk']:g}): {short['screened']} "
+                  f"configurations left at their short run, {short['promoted']} earned a full run{spent}")
+
+
 def print_best(rows: list[dict[str, Any]], title: str, objective: str, simulated: bool = False) -> None:
     """The table of ``nictune history best``, from local rows or the API's items (``simulated``:
     the testbed is the model, and the table says so)."""

@@ -62,7 +62,7 @@ def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: 
         .join(Trial, Measurement.trial_id == Trial.id)
         .where(Measurement.testbed_id.in_(select(Testbed.id).where(Testbed.name == testbed)),
                Measurement.workload_id.in_(select(Workload.id).where(Workload.name == workload)),
-               Trial.state == "completed", Trial.source == "measured")
+               Trial.state == "completed", Trial.source == "measured", Measurement.short.is_(False))
         .group_by(Measurement.testbed_id, Measurement.configuration_id)
     )
     out = []

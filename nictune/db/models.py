@@ -23,6 +23,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.ext.mutable import MutableDict, MutableList
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -263,6 +264,12 @@ class Measurement(Base):
     counters: Mapped[dict[str, Any]]
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime]
+    #: Seconds the benchmark measured (its warm-up not counted): a short screening run and a
+    #: full run are different fidelities. ``None`` (stored before 0004): a full run.
+    duration_s: Mapped[float | None] = mapped_column(Float, default=None)
+    #: A short screening run (``optimize --short-run``): it decides whether a configuration
+    #: earns a full run and is never a fitness (the cache and every ranking skip it).
+    short: Mapped[bool] = mapped_column(default=False, server_default=false())
 
     trial: Mapped[Trial] = relationship(back_populates="measurements")
 

@@ -42,7 +42,7 @@ class MeasurementTotals(TypedDict):
 
 @maps_storage_errors
 def cached_samples(
-    s: Session, testbed_id: int, workload_id: int, config_hash: str
+    s: Session, testbed_id: int, workload_id: int, config_hash: str, *, short_s: float | None = None
 ) -> list[dict[str, float]]:
     """Return the metrics of every earlier measurement of this configuration, oldest first.
 
@@ -54,6 +54,8 @@ def cached_samples(
         testbed_id: the testbed the measurements must come from.
         workload_id: the workload they must have run.
         config_hash: the configuration's cache-key hash.
+        short_s: the short screening runs of this many seconds instead of the full runs
+            (a different fidelity: never a fitness).
 
     Returns:
         One metrics dict per measurement; empty when the configuration was never measured
@@ -69,6 +71,8 @@ def cached_samples(
             Configuration.hash == config_hash,
             Trial.state == TrialState.COMPLETED,
             Trial.source == TrialSource.MEASURED,
+            Measurement.short.is_(short_s is not None),
+            *([Measurement.duration_s == short_s] if short_s is not None else []),
         )
         .order_by(Measurement.started_at, Measurement.id)
     )
@@ -228,7 +232,7 @@ def configuration_measurements(
         select(Measurement, Trial, Job)
         .join(Trial, Measurement.trial_id == Trial.id)
         .join(Job, Trial.job_id == Job.id)
-        .where(Measurement.configuration_id == configuration.id)
+        .where(Measurement.configuration_id == configuration.id, Measurement.short.is_(False))
         .order_by(Measurement.started_at, Measurement.id)
     )
     return [(measurement, trial, job) for measurement, trial, job in s.execute(stmt)]

@@ -104,7 +104,8 @@ def _metrics(sample: Sample, repeat: int) -> dict[str, float]:
     return metrics
 
 
-def _measurement(trial: Trial, sample: Sample, repeat: int) -> Measurement:
+def _measurement(trial: Trial, sample: Sample, repeat: int, duration_s: float | None,
+                 short: bool = False) -> Measurement:
     metrics = _metrics(sample, repeat)
     job = trial.job
     return Measurement(
@@ -116,6 +117,8 @@ def _measurement(trial: Trial, sample: Sample, repeat: int) -> Measurement:
         counters=dict(sample.counters),
         started_at=as_utc(sample.started_at),
         finished_at=as_utc(sample.finished_at),
+        duration_s=duration_s,
+        short=short,
         **{name: metrics.get(name) for name in MAIN_METRICS},
     )
 
@@ -129,6 +132,8 @@ def complete_trial(
     summary: Mapping[str, Any],
     snapshot: Mapping[str, Any] | None = None,
     notes: Sequence[Any] | None = None,
+    duration_s: float | None = None,
+    short: bool = False,
 ) -> None:
     """Mark a running trial completed and store one measurement per sample.
 
@@ -141,6 +146,8 @@ def complete_trial(
         summary: mean metrics over the repeats.
         snapshot: host settings before the trial.
         notes: remarks to keep with the trial (replace the current ones when given).
+        duration_s: seconds each sample's benchmark measured (a short run's, or the workload's).
+        short: the samples are short screening runs (never a fitness: the cache skips them).
 
     Raises:
         JobError: the trial is not running.
@@ -167,7 +174,7 @@ def complete_trial(
             "the cached means in the summary", field="samples",
         )
     for repeat, sample in enumerate(sample_list):
-        trial.measurements.append(_measurement(trial, sample, repeat))
+        trial.measurements.append(_measurement(trial, sample, repeat, duration_s, short))
     trial.state = TrialState.COMPLETED.value
     trial.source = trial_source.value
     trial.summary = dict(summary)
@@ -181,7 +188,8 @@ def complete_trial(
 
 @maps_storage_errors
 def add_measurements(
-    s: Session, trial: Trial, samples: Sequence[Sample], summary: Mapping[str, Any]
+    s: Session, trial: Trial, samples: Sequence[Sample], summary: Mapping[str, Any],
+    duration_s: float | None = None, short: bool = False,
 ) -> None:
     """Add more repeats to a completed trial (an incumbent measured again) and replace its
     summary. A trial answered from the cache becomes ``measured``: it now has numbers of
@@ -199,7 +207,7 @@ def add_measurements(
         raise InvalidInputError("no samples to add", field="samples")
     first = len(trial.measurements)
     for offset, sample in enumerate(sample_list):
-        trial.measurements.append(_measurement(trial, sample, first + offset))
+        trial.measurements.append(_measurement(trial, sample, first + offset, duration_s, short))
     trial.source = TrialSource.MEASURED.value
     trial.summary = dict(summary)
     s.flush()

@@ -15,10 +15,11 @@ threads that evaluate a batch in parallel.
 from __future__ import annotations
 
 import hashlib
+import statistics
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from sqlalchemy.engine import Engine as DbEngine
@@ -28,8 +29,9 @@ from nictune.errors import MeasurementError
 from nictune.executors import Executor, MeasurementWithdrawn, MeasureRequest
 from nictune.measure._base import Workload
 from nictune.optimizer import Goal, Score
+from nictune.optimizer.fidelity import Screen, ShortRunRule, interval_sigma
 from nictune.optimizer.pareto import MultiScore
-from nictune.optimizer.racing import RacingPolicy
+from nictune.optimizer.racing import OBJECTIVE, RacingPolicy
 from nictune.search_spaces import Configuration
 
 Metrics = dict[str, float]
@@ -49,9 +51,11 @@ class TrialEvent:
     best_number: int | None
     best_metrics: dict[str, float]
     error: str | None = None
-    runs: int = 0  # benchmark runs this trial measured (0 for cache and replay)
+    runs: int = 0  # full-length benchmark runs this trial measured (0 for cache, replay and a short run alone)
     #: The mean metrics the engine is told (``metrics`` unless a replay told it earlier ones).
     told: dict[str, float] | None = None
+    #: Short runs first: the short run's figures and whether it earned the full run.
+    short: dict[str, Any] | None = None
 
     @property
     def told_metrics(self) -> dict[str, float]:
@@ -75,6 +79,8 @@ class JobContext:
     seed: int
     testbed_id: int
     workload_id: int
+    #: Short runs first (``None``: every run is full length).
+    short: ShortRunRule | None = None
     #: Held around every transaction that updates ``job.stats`` (threads of one batch).
     stats_lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
 
@@ -94,6 +100,8 @@ class Race:
     number: dict[str, int] = field(default_factory=dict)
     runs: dict[str, int] = field(default_factory=dict)  # measurement calls made, for seeds
     configs: dict[str, Configuration] = field(default_factory=dict)
+    #: Oriented objective of each configuration's short run (short runs first).
+    short: dict[str, float] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def add(self, config: Configuration, number: int, trial_id: int, samples: Sequence[Metrics]) -> None:
@@ -110,6 +118,22 @@ class Race:
 
     def recommended(self, policy: RacingPolicy) -> str | None:
         return policy.recommend(self.snapshot())
+
+    def incumbent_low(self, policy: RacingPolicy) -> float | None:
+        """The recommendation's lower confidence bound (oriented objective, full runs only);
+        ``None`` while nothing measured meets the constraints on its mean."""
+        samples = self.snapshot()
+        key = policy.recommend(samples)
+        if key is None or not policy.score(samples[key]).feasible:
+            return None
+        return policy.objective_interval(samples[key], policy.noise(samples)).low
+
+    def short_pairs(self, policy: RacingPolicy) -> list[tuple[float, float]]:
+        """(short, full mean) oriented objective of the configurations measured at both fidelities."""
+        objective = policy.goal.objective
+        with self.lock:
+            return [(short, statistics.fmean([objective.oriented(m) for m in self.samples[h]]))
+                    for h, short in self.short.items() if self.samples.get(h)]
 
 
 def measurement_seed(job_seed: int, number: int, step: int) -> int:
@@ -130,16 +154,24 @@ def summary_of(goal: Goal, repeats: Sequence[Mapping[str, float]]) -> dict[str, 
 
 
 def _request(ctx: JobContext, trial_id: int, number: int, step: int, config: Configuration,
-             repeats: int) -> MeasureRequest:
+             repeats: int, workload: Workload | None = None) -> MeasureRequest:
     return MeasureRequest(
         job_id=ctx.job_id, trial_id=trial_id, step=step, testbed=ctx.executor.testbed,
-        space=ctx.space_definition, values=config.as_dict(), workload=asdict(ctx.workload),
+        space=ctx.space_definition, values=config.as_dict(), workload=asdict(workload or ctx.workload),
         repeats=repeats, seed=measurement_seed(ctx.seed, number, step),
     )
 
 
+def bench_seconds(workload: Workload, runs: int) -> float:
+    """Seconds the benchmark ran for ``runs`` runs of ``workload``: warm-up and measured part."""
+    return runs * (workload.omit_s + workload.duration_s)
+
+
 def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) -> TrialEvent | None:
     """Answer trial ``number`` (``config``) from the cache or by measuring it; store it.
+
+    With short runs first (``ctx.short``) a new configuration is run short, and full length
+    only when the short run says it could still beat the incumbent (:func:`_screened`).
 
     Returns ``None`` when the trial never started (the job stopped while it waited for a
     testbed): it is removed again, and a resumed job runs it.
@@ -160,26 +192,21 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
             return TrialEvent(ctx.job_id, number, ctx.budget, config, "cache", metrics, ctx.score(metrics),
                               None, {})
         trial_id = trial.id
+    # Short runs first, once there is an incumbent to compare with (before, a short run
+    # could only earn its full run).
+    if ctx.short is not None and race.incumbent_low(ctx.policy) is not None:
+        return _screened(ctx, race, number, config, trial_id, ctx.short)
     started = time.monotonic()
     # With racing a configuration is run once here; the job's final race repeats the best.
     runs = 1 if ctx.racing else ctx.repeats
     try:
         result = ctx.executor.measure(_request(ctx, trial_id, number, 0, config, runs))
     except MeasurementWithdrawn:
-        with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
-            db.reset_running_trials(s, ctx.job_id, [trial_id])
+        _withdrawn(ctx, trial_id)
         return None
     except MeasurementError as exc:
-        with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
-            failed = s.get(db.Trial, trial_id)
-            assert failed is not None
-            db.fail_trial(s, failed, str(exc))
-            job = db.get_job(s, ctx.job_id)
-            job.stats["failed"] = job.stats.get("failed", 0) + 1
-        return TrialEvent(ctx.job_id, number, ctx.budget, config, "failed", {}, Score.failed(), None, {},
-                          error=str(exc))
+        return _failed(ctx, number, config, trial_id, exc)
     samples = list(result.samples)
-    notes = list(dict.fromkeys(result.notes))
     summary = summary_of(ctx.goal, [smp.metrics for smp in samples])
     summary["told"] = summary["metrics"]
     summary["seconds"] = time.monotonic() - started
@@ -187,16 +214,159 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
         done_trial = s.get(db.Trial, trial_id)
         assert done_trial is not None
         db.complete_trial(s, done_trial, samples, "measured", summary, snapshot=dict(result.snapshot),
-                          notes=notes)
-        job = db.get_job(s, ctx.job_id)
-        job.stats["measured"] = job.stats.get("measured", 0) + 1
-        job.stats["runs"] = job.stats.get("runs", 0) + len(samples)
+                          notes=list(dict.fromkeys(result.notes)), duration_s=ctx.workload.duration_s)
+        _count(db.get_job(s, ctx.job_id), ctx.workload, len(samples))
     race.add(config, number, trial_id, [dict(smp.metrics) for smp in samples])
     with race.lock:
         race.runs[config.hash] = 1
     metrics = dict(summary["metrics"])
     return TrialEvent(ctx.job_id, number, ctx.budget, config, "measured", metrics, ctx.score(metrics), None,
                       {}, runs=len(samples))
+
+
+def _count(job: db.Job, workload: Workload, runs: int, *, short: bool = False, measured: bool = True) -> None:
+    """Add a measurement's runs and benchmark seconds to the job's counts."""
+    stats = job.stats
+    if measured:
+        stats["measured"] = stats.get("measured", 0) + 1
+    if short:
+        stats["short_runs"] = stats.get("short_runs", 0) + runs
+    else:
+        stats["runs"] = stats.get("runs", 0) + runs
+    stats["bench_seconds"] = round(stats.get("bench_seconds", 0.0) + bench_seconds(workload, runs), 3)
+
+
+def _withdrawn(ctx: JobContext, trial_id: int) -> None:
+    """The measurement never started (the job stopped): the trial is removed for the resume."""
+    with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
+        db.reset_running_trials(s, ctx.job_id, [trial_id])
+
+
+def _failed(ctx: JobContext, number: int, config: Configuration, trial_id: int, exc: Exception) -> TrialEvent:
+    with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
+        failed = s.get(db.Trial, trial_id)
+        assert failed is not None
+        db.fail_trial(s, failed, str(exc))
+        job = db.get_job(s, ctx.job_id)
+        job.stats["failed"] = job.stats.get("failed", 0) + 1
+    return TrialEvent(ctx.job_id, number, ctx.budget, config, "failed", {}, Score.failed(), None, {},
+                      error=str(exc))
+
+
+def _screened(ctx: JobContext, race: Race, number: int, config: Configuration, trial_id: int,
+              rule: ShortRunRule) -> TrialEvent | None:
+    """Short runs first: run ``config`` short (or reuse its earlier short run), then full length
+    only when :meth:`ShortRunRule.screen` says it could still beat the incumbent.
+
+    A configuration left at its short run is told to the engine with its objective corrected
+    for the short run's bias, and stays out of the race (which compares full runs only).
+    """
+    started = time.monotonic()
+    short_wl = replace(ctx.workload, duration_s=rule.short_s)
+    with db.session_scope(ctx.dbe) as s:
+        reused = db.cached_samples(s, ctx.testbed_id, ctx.workload_id, config.hash, short_s=rule.short_s)
+    short_samples: list[Any] = []
+    snapshot: dict[str, Any] = {}
+    notes: list[Any] = []
+    within = 0.0
+    if reused:
+        short_metrics = reused
+    else:
+        try:
+            result = ctx.executor.measure(_request(ctx, trial_id, number, 0, config, 1, short_wl))
+        except MeasurementWithdrawn:
+            _withdrawn(ctx, trial_id)
+            return None
+        except MeasurementError as exc:
+            return _failed(ctx, number, config, trial_id, exc)
+        short_samples, snapshot, notes = list(result.samples), dict(result.snapshot), list(result.notes)
+        short_metrics = [dict(smp.metrics) for smp in short_samples]
+        if ctx.goal.objective.metric in RATE_METRICS:  # the intervals are iperf3's rates
+            within = interval_sigma(dict(short_samples[0].counters.get("iperf3") or {}).get("intervals_gbps") or [])
+    objective = ctx.goal.objective
+    short_value = statistics.fmean([objective.oriented(m) for m in short_metrics])
+    snap = race.snapshot()
+    calibration = rule.calibrate(race.short_pairs(ctx.policy), ctx.policy.noise(snap)[OBJECTIVE].cv)
+    screen = rule.screen(short_value, race.incumbent_low(ctx.policy), calibration, within)
+    with race.lock:
+        race.short[config.hash] = short_value
+        race.configs.setdefault(config.hash, config)
+        race.trial_id.setdefault(config.hash, trial_id)
+        race.number.setdefault(config.hash, number)
+    short_info = _short_info(rule, short_value, ctx.goal, short_metrics, screen, calibration, bool(reused), within)
+    if not screen.promote:
+        return _keep_short(ctx, number, config, trial_id, short_samples, short_metrics, short_info, snapshot,
+                           notes, screen, started)
+    try:
+        result = ctx.executor.measure(_request(ctx, trial_id, number, 1, config, 1))
+    except MeasurementWithdrawn:
+        _withdrawn(ctx, trial_id)
+        return None
+    except MeasurementError as exc:
+        return _failed(ctx, number, config, trial_id, exc)
+    samples = list(result.samples)
+    summary = summary_of(ctx.goal, [smp.metrics for smp in samples])
+    summary["told"] = summary["metrics"]
+    summary["seconds"] = time.monotonic() - started
+    summary["short"] = short_info
+    with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
+        done_trial = s.get(db.Trial, trial_id)
+        assert done_trial is not None
+        db.complete_trial(s, done_trial, samples, "measured", summary, snapshot=dict(result.snapshot),
+                          notes=list(dict.fromkeys([*notes, *result.notes])), duration_s=ctx.workload.duration_s)
+        if short_samples:
+            db.add_measurements(s, done_trial, short_samples, summary, duration_s=rule.short_s, short=True)
+        job = db.get_job(s, ctx.job_id)
+        _count(job, ctx.workload, len(samples))
+        if short_samples:
+            _count(job, short_wl, len(short_samples), short=True, measured=False)
+        job.stats["promoted"] = job.stats.get("promoted", 0) + 1
+    race.add(config, number, trial_id, [dict(smp.metrics) for smp in samples])
+    with race.lock:
+        race.runs[config.hash] = 2
+    metrics = dict(summary["metrics"])
+    return TrialEvent(ctx.job_id, number, ctx.budget, config, "measured", metrics, ctx.score(metrics), None,
+                      {}, runs=len(samples), short=short_info)
+
+
+#: Objectives whose per-interval stability iperf3 reports (its intervals are rates).
+RATE_METRICS = ("throughput_gbps", "packet_rate_mpps")
+
+
+def _short_info(rule: ShortRunRule, value: float, goal: Goal, metrics: Sequence[Metrics], screen: Screen,
+                calibration: Any, reused: bool, within: float) -> dict[str, Any]:
+    """What a trial keeps of its short run: its figures, the bound it was judged by, the calibration."""
+    return {"duration_s": rule.short_s, "value": value, "metrics": Goal.mean_metrics(metrics),
+            "reused": reused, "risk": rule.risk, "within_sigma": round(within, 5),
+            "calibration": calibration.as_dict()} | screen.as_dict()
+
+
+def _keep_short(ctx: JobContext, number: int, config: Configuration, trial_id: int, short_samples: Sequence[Any],
+                short_metrics: Sequence[Metrics], short_info: dict[str, Any], snapshot: Mapping[str, Any],
+                notes: Sequence[Any], screen: Screen, started: float) -> TrialEvent:
+    """A configuration left at its short run: stored with its short figures, told the corrected ones."""
+    assert ctx.short is not None
+    summary = summary_of(ctx.goal, short_metrics)
+    told = dict(summary["metrics"])
+    objective = ctx.goal.objective
+    if objective.per is None and objective.metric in told:  # the estimate of a full run's figure
+        told[objective.metric] = told[objective.metric] * (screen.corrected / short_info["value"]
+                                                           if short_info["value"] else 1.0)
+    summary |= {"told": told, "screened": True, "short": short_info, "seconds": time.monotonic() - started}
+    with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
+        done_trial = s.get(db.Trial, trial_id)
+        assert done_trial is not None
+        job = db.get_job(s, ctx.job_id)
+        if short_samples:
+            db.complete_trial(s, done_trial, short_samples, "measured", summary, snapshot=dict(snapshot),
+                              notes=list(dict.fromkeys(notes)), duration_s=ctx.short.short_s, short=True)
+            _count(job, replace(ctx.workload, duration_s=ctx.short.short_s), len(short_samples), short=True)
+        else:  # judged on an earlier job's short run: nothing measured now
+            db.complete_trial(s, done_trial, [], "cache", summary)
+            job.stats["cached"] = job.stats.get("cached", 0) + 1
+        job.stats["screened"] = job.stats.get("screened", 0) + 1
+    return TrialEvent(ctx.job_id, number, ctx.budget, config, "measured" if short_samples else "cache",
+                      dict(summary["metrics"]), ctx.score(told), None, {}, runs=0, told=told, short=short_info)
 
 
 def remeasure(ctx: JobContext, race: Race, config_hash: str, runs: int) -> int:
@@ -222,7 +392,6 @@ def remeasure(ctx: JobContext, race: Race, config_hash: str, runs: int) -> int:
         assert trial is not None
         summary = dict(trial.summary or {})
         summary.update(summary_of(ctx.goal, every))
-        db.add_measurements(s, trial, result.samples, summary)
-        job = db.get_job(s, ctx.job_id)
-        job.stats["runs"] = job.stats.get("runs", 0) + len(new)
+        db.add_measurements(s, trial, result.samples, summary, duration_s=ctx.workload.duration_s)
+        _count(db.get_job(s, ctx.job_id), ctx.workload, len(new), measured=False)
     return len(new)

@@ -126,6 +126,8 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     info["runs"] = stats.get("runs")
     info["racing"] = bool((stats.get("options") or {}).get("racing"))
     info["race"] = stats.get("race")  # measurements of the final race, its cap, whether it was decided
+    info["short_runs"] = short_runs(stats)
+    info["bench_seconds"] = stats.get("bench_seconds")
     info["warm_start"] = stats.get("warm_start")
     info["engine_done_at"] = stats.get("engine_done_at")
     info["notices"] = list(stats.get("notices") or [])
@@ -139,3 +141,13 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
         info["changes"] = knob_changes(space, best_cfg)
         info["best_config"] = best_cfg
     return info
+
+
+def short_runs(stats: Mapping[str, Any]) -> dict[str, Any] | None:
+    """How short runs first screened a job's configurations (``None`` when the job ran full runs only)."""
+    options = dict(stats.get("options") or {})
+    if not options.get("short_run_s"):
+        return None
+    return {"duration_s": float(options["short_run_s"]), "risk": float(options.get("short_risk", 0.05)),
+            "runs": int(stats.get("short_runs", 0)), "screened": int(stats.get("screened", 0)),
+            "promoted": int(stats.get("promoted", 0))}

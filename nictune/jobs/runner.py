@@ -35,6 +35,7 @@ from nictune.measure.appliers.registry import check_space
 from nictune.measure.workloads import get_workload
 from nictune.optimizer import ENGINES, OBJECTIVES, Goal, Score, make_engine
 from nictune.optimizer._base import Engine
+from nictune.optimizer.fidelity import DEFAULT_RISK, ShortRunRule
 from nictune.optimizer.pareto import pareto_front
 from nictune.optimizer.racing import RacingPolicy
 from nictune.search_spaces import Configuration, SearchSpace, load_space, space_from_dict
@@ -97,6 +98,10 @@ class JobSpec:
     duration_s: float | None = None
     racing: bool = True
     warm_start: bool = True
+    #: Seconds of a short screening run (short runs first); ``None``: every run is full length.
+    short_run_s: float | None = None
+    #: Most chance of discarding, on its short run, a configuration that reaches the incumbent.
+    short_risk: float = DEFAULT_RISK
 
     @property
     def engine_name(self) -> str:
@@ -148,6 +153,9 @@ def _check_engine(engine: str, objectives: Sequence[str]) -> None:
         raise UnknownNameError("engine", engine, list(ENGINES))
 
 
+#: Shortest short run: iperf3 reports in intervals, and below a second there is hardly one.
+MIN_SHORT_RUN_S = 0.5
+
 #: Largest budget, seed and id: what every database's INTEGER column holds.
 INT32_MAX = 2**31 - 1
 
@@ -174,6 +182,7 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
     engine_name = spec.engine_name
     _check_engine(engine_name, [o.name for o in goal.objectives])
     workload = get_workload(spec.workload, scenario=spec.scenario, duration_s=spec.duration_s)
+    _check_short_runs(spec, workload, multi=len(goal.objectives) > 1)
     seed = spec.seed if spec.seed is not None else random.SystemRandom().randrange(2**31)
     with (executor_factory or _local_executor)(spec.testbed, spec.noise) as executor:
         _check_measurable(goal, executor)
@@ -201,8 +210,31 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
             job.stats = {"measured": 0, "cached": 0, "failed": 0, "runs": 0, "notices": notices,
                          # Racing compares one objective; Pareto jobs measure fixed repeats.
                          "options": {"racing": spec.racing and len(goal.objectives) == 1,
-                                     "warm_start": spec.warm_start}}
+                                     "warm_start": spec.warm_start,
+                                     **({"short_run_s": float(spec.short_run_s), "short_risk": spec.short_risk}
+                                        if spec.short_run_s is not None else {})}}
             return int(job.id)
+
+
+def _check_short_runs(spec: JobSpec, workload: Workload, *, multi: bool) -> None:
+    """Short runs screen new configurations for the race of one objective; a short run is
+    shorter than the workload's full run."""
+    if not 0 < spec.short_risk < 0.5:
+        raise InvalidInputError(f"short-run risk must be between 0 and 0.5, got {spec.short_risk:g}",
+                                field="short_risk", allowed="0 < risk < 0.5 (e.g. 0.05)")
+    if spec.short_run_s is None:
+        return
+    full = workload.duration_s
+    if multi or not spec.racing:
+        raise InvalidInputError(
+            "short runs screen new configurations against the incumbent of one objective with racing; "
+            + ("a Pareto job has no single incumbent" if multi else "--no-racing measures every configuration "
+               "fully") + ": leave --short-run out", field="short_run", allowed="one objective, racing on")
+    if not (MIN_SHORT_RUN_S <= spec.short_run_s < full):
+        raise InvalidInputError(
+            f"a short run must last at least {MIN_SHORT_RUN_S:g} s and less than the full run ({full:g} s), "
+            f"got {spec.short_run_s:g}", field="short_run",
+            allowed=f"{MIN_SHORT_RUN_S:g} <= seconds < {full:g} (the workload's duration)")
 
 
 def _check_settable(space: SearchSpace, executor: Executor) -> None:
@@ -370,6 +402,9 @@ class JobRunner:
                 space_definition=dict(job.space_definition), workload=prep.workload, goal=prep.goal,
                 policy=policy_for(prep.goal, job.repeats), repeats=job.repeats,
                 racing=bool(options.get("racing")) and len(prep.goal.objectives) == 1,
+                short=(ShortRunRule(float(options["short_run_s"]), prep.workload.duration_s,
+                                    float(options.get("short_risk", DEFAULT_RISK)))
+                       if options.get("short_run_s") else None),
                 seed=job.seed, testbed_id=job.testbed_id, workload_id=job.workload_id,
             )
             db.set_job_state(s, job, "running")
@@ -457,6 +492,9 @@ class JobRunner:
                 config = Configuration.from_values(json.loads(stored.canonical))
                 race.add(config, number, stored.trial_id, samples)
                 race.runs[stored.hash] = stored.runs
+                short = dict((stored.summary or {}).get("short") or {})
+                if "value" in short:  # short runs first: the pairs that calibrate the next screens
+                    race.short[stored.hash] = float(short["value"])
 
     def _run_batch(self, ctx: JobContext, race: Race, number: int, batch: Sequence[Configuration],
                    done: Mapping[int, _Stored], streak: _FailureStreak) -> list[TrialEvent]:

@@ -54,6 +54,7 @@ def history(s: Session, job: db.Job, space: SearchSpace, until: int) -> list[dic
             db.Trial.state == db.TrialState.COMPLETED,
             db.Trial.job_id != job.id,
             db.Measurement.id <= until,
+            db.Measurement.short.is_(False),  # a screening run is another fidelity
         )
         .order_by(db.Measurement.id.desc())
     )

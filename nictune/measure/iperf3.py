@@ -130,10 +130,23 @@ def parse_client_json(text: str, workload: Workload) -> tuple[dict[str, float], 
                 "retransmits": retrans,
                 "loss_pct": 100.0 * retrans / segments,
             }
-        summary = {"received_bytes": float(received.get("bytes", 0)), "seconds": seconds}
+        summary = {"received_bytes": float(received.get("bytes", 0)), "seconds": seconds,
+                   "intervals_gbps": interval_rates(data)}
     except (KeyError, TypeError, ValueError) as exc:
         raise MeasurementError(f"iperf3 JSON lacks {exc}") from exc
     return metrics, summary
+
+
+def interval_rates(data: dict[str, Any]) -> list[float]:
+    """Throughput of each reported interval (iperf3 ``intervals[].sum``), in Gbit/s, the
+    omitted warm-up (``-O``) left out: what :func:`nictune.measure.stability.interval_cv` judges."""
+    out: list[float] = []
+    for interval in data.get("intervals") or []:
+        total = interval.get("sum") or {}
+        if total.get("omitted") or not total.get("seconds"):
+            continue
+        out.append(round(float(total.get("bits_per_second", 0.0)) / 1e9, 4))
+    return out
 
 
 def _listening(receiver: Host, port: int) -> bool:

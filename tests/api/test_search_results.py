@@ -43,3 +43,21 @@ def test_a_service_job_whose_race_moves_ends_with_its_recommendation_measured_to
     assert job["state"] == "completed", job
     assert job["race"]["decided"] is True and 0 < job["race"]["measurements"] <= job["race"]["cap"]
     assert job["recommendation"]["n"] >= 3
+
+
+def test_short_runs_first_through_the_service(api: TestClient) -> None:
+    """Issue 29: the service takes the same short-run options as the CLI and says how the
+    screening went; values that cannot work are a 422 naming the field."""
+    job = wait_for(api, submit(api, budget=20, seed=3, repeats=3, short_run_s=2, warm_start=False)["id"],
+                   timeout=120)
+    assert job["state"] == "completed", job
+    short = job["short_runs"]
+    assert short["duration_s"] == 2 and short["risk"] == 0.05
+    assert short["screened"] + short["promoted"] >= 1 and short["runs"] == short["screened"] + short["promoted"]
+    assert job["bench_seconds"] == job["runs"] * 11 + short["runs"] * 3  # 1 s warm-up + the measured seconds
+    assert job["recommendation"]["n"] >= 3
+    for body, field in [({"short_run_s": 10}, "short_run"), ({"short_run_s": 0.1}, "short_run_s"),
+                        ({"short_run_s": 2, "racing": False}, "short_run"), ({"short_risk": 0.9}, "short_risk")]:
+        response = api.post("/v1/jobs", json={"testbed": "sim:benson-40g", **body})
+        assert response.status_code == 422, (body, response.text)
+        assert response.json()["field"] == field, response.json()

@@ -24,6 +24,9 @@ HUGE = "99999999999999999999"  # beyond every database's INTEGER
         (["optimize", "--resume", HUGE], "less than or equal to 2147483647"),
         (["optimize", "--objective", "throughput", "--budget", HUGE], "budget must be a positive number"),
         (["optimize", "--objective", "throughput", "--seed", "-1"], "seed must be between 0 and 2147483647"),
+        (["optimize", "-o", "throughput", "--short-run", "10"], "a short run must last at least 0.5 s and less"),
+        (["optimize", "-o", "throughput", "--short-run", "2", "--no-racing"], "short runs screen new configurations"),
+        (["optimize", "-o", "throughput", "--short-run", "2", "--short-risk", "0.7"], "short-run risk must be"),
         (["optimize", "--objective", "throughput", "--seed", HUGE], "seed must be between 0 and 2147483647"),
         (["serve", "--log-level", "bogus"], "'bogus' is not one of"),
         # Given twice: the last one used to win silently (measure printed both).

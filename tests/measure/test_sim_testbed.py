@@ -134,3 +134,29 @@ def test_the_model_says_where_it_drops_and_which_core_limits() -> None:
     for sample in SimTestbed(PROFILES["sim:benson-40g"], noise=0.03).measure(settings, tcp, 5, seed=2).samples:
         assert sample.metrics["qdisc_drops"] > 0 and sample.metrics["qdisc_drops"].is_integer()
         assert 0 <= sample.metrics["rx_core_busy_pct"] <= 100
+
+
+def test_a_short_run_reads_lower_and_noisier_and_a_ten_second_run_reads_as_the_model_says() -> None:
+    """Short runs on the model (issue 29): a 2 s run still sees part of the ramp after an apply
+    (TCP more than UDP) and averages less of the noise; the default 10 s run is unchanged."""
+    from nictune.measure.sim.fidelity import noise_factor, rate_factor
+
+    bed = open_testbed("sim:benson-40g", noise=0.03)
+    space = load_space(bed.default_space())
+    settings = space.settings(space.profile("baseline"))
+    full, short = get_workload("tcp"), get_workload("tcp", duration_s=2)
+    model = bed.clean(settings, full)["throughput_gbps"]  # type: ignore[attr-defined]
+    from nictune.measure.sim.model import evaluate
+
+    assert model == evaluate(PROFILES["sim:benson-40g"], settings, full).metrics["throughput_gbps"]
+    short_clean = bed.clean(settings, short)["throughput_gbps"]  # type: ignore[attr-defined]
+    assert short_clean == pytest.approx(model * rate_factor("tcp", 2.0, 1.0)) and short_clean < model
+    assert rate_factor("tcp", 2.0, 1.0) < rate_factor("udp", 2.0, 1.0) < 1.0
+    assert rate_factor("tcp", 2.0, 0.0) < rate_factor("tcp", 2.0, 1.0)  # the warm-up left out helps
+    assert rate_factor("tcp", 10.0, 1.0) == 1.0 and noise_factor(10.0) == 1.0
+    mid = space.settings(space.default())  # away from the wire ceiling, where noise is symmetric
+    cvs = {}
+    for wl in (full, short):
+        xs = [s.metrics["throughput_gbps"] for s in bed.measure(mid, wl, 200, seed=5).samples]
+        cvs[wl.duration_s] = statistics.stdev(xs) / statistics.fmean(xs)
+    assert cvs[2.0] / cvs[10.0] == pytest.approx(noise_factor(2.0), rel=0.2)

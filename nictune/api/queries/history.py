@@ -37,6 +37,6 @@ def measurement_rows(s: Session, configuration_id: int) -> list[tuple[Measuremen
             .join(Trial, Measurement.trial_id == Trial.id)
             .join(Testbed, Measurement.testbed_id == Testbed.id)
             .join(Workload, Measurement.workload_id == Workload.id)
-            .where(Measurement.configuration_id == configuration_id)
+            .where(Measurement.configuration_id == configuration_id, Measurement.short.is_(False))
             .order_by(Measurement.started_at, Measurement.id))
     return [(m, t, tb, kind, wl) for m, t, tb, kind, wl in s.execute(stmt)]

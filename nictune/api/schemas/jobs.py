@@ -90,6 +90,15 @@ class JobCreate(BaseModel):
                                 description="Simulated testbeds only: coefficient of variation of repeats.")
     scenario: Literal["idle", "busy"] | None = Field(None, description="idle, or busy loops on the other cores.")
     duration_s: float | None = Field(None, ge=1, le=3600, strict=True, description="Seconds per benchmark run.")
+    short_run_s: float | None = Field(
+        None, ge=0.5, le=3600, strict=True,
+        description="Short runs first: each new configuration is run this many seconds, and full length only "
+                    "when it could still beat the best so far (needs racing and one objective; shorter than "
+                    "the run's duration). Null: every run is full length.")
+    short_risk: float = Field(
+        0.05, gt=0.0, lt=0.5, strict=True,
+        description="With short_run_s: most chance of leaving at its short run a configuration as good as "
+                    "the best so far's lower bound.")
 
     @model_validator(mode="before")
     @classmethod
@@ -170,6 +179,16 @@ class JobLinks(BaseModel):
     cancel: str
 
 
+class ShortRuns(BaseModel):
+    """How short runs first screened a job's new configurations."""
+
+    duration_s: float = Field(description="Seconds of a short run.")
+    risk: float = Field(description="Most chance of discarding a configuration that reaches the incumbent.")
+    runs: int = Field(description="Short runs made.")
+    screened: int = Field(description="Configurations left at their short run.")
+    promoted: int = Field(description="Configurations whose short run earned a full-length run.")
+
+
 class JobOut(BaseModel):
     """A job as stored, with its progress, best trial so far and estimated time left."""
 
@@ -221,7 +240,11 @@ class JobOut(BaseModel):
     best: BestTrial | None = Field(description="Best trial so far (null in lists and before the first trial); "
                                            "for a finished job, its recommendation.")
     racing: bool = Field(False, description="Adaptive repeats were on.")
-    runs: int | None = Field(None, description="Benchmark runs made (all repeats).")
+    runs: int | None = Field(None, description="Full-length benchmark runs made (all repeats).")
+    short_runs: ShortRuns | None = Field(None, description="Short runs first: how the screening went (null when off).")
+    bench_seconds: float | None = Field(
+        None, description="Seconds the benchmark ran, warm-up included, short and full runs (simulated testbeds: "
+                          "the seconds a real run would take, not time spent).")
     warm_start_reused: int | None = Field(None, description="Earlier measured configurations the job reused.")
     engine_done_at: int | None = Field(None, description="Trials after which the engine had nothing left to "
                                                          "propose, when that came before the budget (a small "

@@ -14,8 +14,10 @@ from nictune.search_spaces._base import Family, SettingValue
 
 #: Part of a simulated testbed's fingerprint, so measurements of different model versions are
 #: never mixed in the cache. 2: the runs report the bottleneck counters (drops per stage,
-#: busiest cores), which the diagnose rounds of the bayes engine read.
-MODEL_VERSION = "2"
+#: busiest cores), which the diagnose rounds of the bayes engine read. 3: a run shorter or
+#: longer than 10 s is noisier or steadier and sees part of the ramp after an apply
+#: (:mod:`nictune.measure.sim.fidelity`); 10 s runs read as before.
+MODEL_VERSION = "3"
 
 #: A setting's identity: (family, target, device).
 Key = tuple[str, str, str | None]
