@@ -20,7 +20,7 @@ from nictune.cli.remote import (
     history_remote,
     job_report_remote,
 )
-from nictune.cli.results import print_best, print_engine_done, print_front, print_jobs, print_noise
+from nictune.cli.results import print_best, print_front, print_jobs, print_noise, print_stop
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
 from nictune.jobs.runner import INT32_MAX
@@ -137,7 +137,7 @@ def show(
                   + f", workload {report['workload']}, objective {', '.join(report['objectives'])}"
                   + (f", constraints {', '.join(report['constraints'])}" if report["constraints"] else "")
                   + f", budget {report['budget']}, repeats {report['repeats']}, seed {report['seed']}")
-    print_engine_done(report)
+    print_stop(report)
     for notice in report.get("notices") or []:
         console.print(f"note: {notice}")
     if len(report["objectives"]) > 1:

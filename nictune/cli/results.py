@@ -78,6 +78,16 @@ def print_engine_done(report: dict[str, Any]) -> None:
                   f"budgeted trials{small}")
 
 
+def print_stop(report: dict[str, Any]) -> None:
+    """Why a finished job stopped (``stop_text``); for an engine that ran out, with the space's
+    size (:func:`print_engine_done`). A failed job's error is printed by its command."""
+    reason = report.get("stop_reason")
+    if reason is None or reason == "engine-done":
+        print_engine_done(report)
+    elif reason != "failed" and report.get("stop_text"):
+        console.print(report["stop_text"])
+
+
 def print_best(rows: list[dict[str, Any]], title: str, objective: str, simulated: bool = False) -> None:
     """The table of ``nictune history best``, from local rows or the API's items (``simulated``:
     the testbed is the model, and the table says so)."""
