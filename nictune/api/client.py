@@ -159,7 +159,8 @@ class Client:
                    engine_params: Mapping[str, Any] | None = None, budget: int | None = None,
                    repeats: int | None = None, seed: int | None = None, noise: float | None = None,
                    scenario: str | None = None, duration_s: float | None = None, racing: bool | None = None,
-                   warm_start: bool | None = None) -> dict[str, Any]:
+                   warm_start: bool | None = None, time_limit: float | str | None = None,
+                   patience: int | None = None) -> dict[str, Any]:
         """Submit a job (``POST /v1/jobs``); returns the job (``id``, ``state``, ``links`` ...)."""
         body = _params({
             "testbed": testbed, "objectives": [objectives] if isinstance(objectives, str) else list(objectives),
@@ -167,7 +168,7 @@ class Client:
             "constraints": list(constraints), "engine": engine,
             "engine_params": dict(engine_params) if engine_params else None, "budget": budget,
             "repeats": repeats, "seed": seed, "noise": noise, "scenario": scenario, "duration_s": duration_s,
-            "racing": racing, "warm_start": warm_start,
+            "racing": racing, "warm_start": warm_start, "time_limit": time_limit, "patience": patience,
         })
         return self._json("POST", "/v1/jobs", json=body)
 

@@ -19,6 +19,7 @@ from nictune.api.schemas.jobs import JobCreate
 from nictune.api.settings import ApiSettings
 from nictune.errors import InvalidInputError, UnknownNameError
 from nictune.jobs import JobSpec
+from nictune.jobs.stopping import parse_duration
 from nictune.measure.sim import PROFILES
 from nictune.optimizer import ENGINES, MetricConstraint, Param, get_objective
 from nictune.search_spaces import builtin_names, space_from_dict
@@ -127,12 +128,14 @@ def build_spec(body: JobCreate, settings: ApiSettings) -> JobSpec:
             # The loader expects the shapes a YAML file has; a JSON body can hold anything.
             raise InvalidInputError(f"space: malformed definition ({type(exc).__name__}: {exc})",
                                     field="space", allowed="a mapping like a space YAML file") from None
+    time_limit_s = parse_duration(body.time_limit) if body.time_limit is not None else None
     spec = JobSpec(
         objectives=list(body.objectives), testbed=body.testbed, workload=body.workload, space=body.space,
         engine=body.engine, engine_params=dict(body.engine_params), constraints=list(body.constraints),
         budget=body.budget, repeats=body.repeats, racing=body.racing, warm_start=body.warm_start,
         seed=body.seed, noise=body.noise, scenario=body.scenario,
         duration_s=body.duration_s, short_run_s=body.short_run_s, short_risk=body.short_risk,
+        time_limit_s=time_limit_s, patience=body.patience,
     )
     check_engine_params(spec.engine_name, spec.engine_params)
     return spec

@@ -25,6 +25,7 @@ from nictune.api.schemas.trials import TrialOut
 from nictune.db import Configuration, Job, Trial
 from nictune.errors import NictuneError
 from nictune.jobs.report import knob_changes, short_runs
+from nictune.jobs.stopping import stop_reason_of
 from nictune.optimizer import Goal, Score
 from nictune.search_spaces import space_from_dict
 
@@ -194,7 +195,11 @@ def _search_details(job: Job, detailed: bool) -> dict[str, Any]:
         "bench_seconds": stats.get("bench_seconds"),
         "warm_start_reused": (stats.get("warm_start") or {}).get("configs"),
         "engine_done_at": stats.get("engine_done_at"),
+        "time_limit_s": (stats.get("options") or {}).get("time_limit_s"),
+        "patience": (stats.get("options") or {}).get("patience"),
+        "elapsed_s": stats.get("elapsed_s"),
     }
+    out["stop_reason"], out["stop_text"] = stop_reason_of(job.state, stats)
     if not detailed:
         return out
     rec = recommendation_view(stats.get("recommendation"))

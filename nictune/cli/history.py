@@ -22,11 +22,11 @@ from nictune.cli.remote import (
 )
 from nictune.cli.results import (
     print_best,
-    print_engine_done,
     print_front,
     print_jobs,
     print_noise,
     print_short_runs,
+    print_stop,
 )
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
@@ -144,7 +144,7 @@ def show(
                   + f", workload {report['workload']}, objective {', '.join(report['objectives'])}"
                   + (f", constraints {', '.join(report['constraints'])}" if report["constraints"] else "")
                   + f", budget {report['budget']}, repeats {report['repeats']}, seed {report['seed']}")
-    print_engine_done(report)
+    print_stop(report)
     print_short_runs(report)
     for notice in report.get("notices") or []:
         console.print(f"note: {notice}")

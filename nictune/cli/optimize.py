@@ -27,14 +27,15 @@ from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
 from nictune.cli.results import (
     changes_table,
     default_vs_best_table,
-    print_engine_done,
     print_front,
     print_noise,
     print_short_runs,
+    print_stop,
 )
 from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_header, job_report
 from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE, INT32_MAX
+from nictune.jobs.stopping import check_stop_options, parse_duration
 from nictune.measure.registry import DEFAULT_TESTBED
 from nictune.measure.workloads import WORKLOADS
 from nictune.optimizer import ENGINES, OBJECTIVES, get_objective
@@ -82,6 +83,13 @@ def optimize(
                                      "(a final race of the best at the end of the job)."),
     warm_start: bool = typer.Option(True, "--warm-start/--no-warm-start",
                                     help="Start from earlier measurements on this testbed and workload."),
+    time_limit: str | None = typer.Option(
+        None, "--time-limit", metavar="DURATION",
+        help="Stop before this much running time (90, 90s, 20m, 1.5h; counted over resumes): no new trial "
+             "once another one and the final race would not fit."),
+    patience: int | None = typer.Option(
+        None, "--patience", metavar="N",
+        help="Stop when N measured configurations in a row did not improve the recommendation."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the engine (random when not given)."),
     constraint: list[str] = typer.Option([], "--constraint", "-c", metavar="EXPR",
                                          help="e.g. loss<=0.1, cpu_rx_pct<=80, throughput_gbps>=30 (repeatable)."),
@@ -108,6 +116,8 @@ def optimize(
     Ctrl-C stops after the trial in flight; resume with --resume JOB_ID. With --server the job
     is submitted to a running nictune service and followed from here.
     """
+    time_limit_s = parse_duration(time_limit) if time_limit is not None else None
+    check_stop_options(time_limit_s, patience)
     if server is not None:
         if resume is not None:
             raise InvalidInputError("--resume is for local jobs; the service resumes its own jobs",
@@ -120,6 +130,7 @@ def optimize(
             "engine_params": _parse_params(param), "constraints": constraint, "budget": budget,
             "repeats": repeats, "seed": seed, "noise": noise, "scenario": scenario, "duration_s": duration,
             "racing": racing, "warm_start": warm_start, "short_run_s": short_run, "short_risk": short_risk,
+            "time_limit": time_limit_s, "patience": patience,
         }, json_out)
         return
     dbe = open_db(db_url)
@@ -132,7 +143,8 @@ def optimize(
         spec = JobSpec(objectives=objective, testbed=testbed, workload=workload, space=space, engine=engine,
                        engine_params=_parse_params(param), constraints=constraint, budget=budget,
                        repeats=repeats, seed=seed, noise=noise, scenario=scenario, duration_s=duration,
-                       racing=racing, warm_start=warm_start, short_run_s=short_run, short_risk=short_risk)
+                       racing=racing, warm_start=warm_start, short_run_s=short_run, short_risk=short_risk,
+                       time_limit_s=time_limit_s, patience=patience)
         job_id = create_job(dbe, spec)  # validates first: an error is the only thing printed
         if testbed == DEFAULT_TESTBED and not json_out:
             console.print(f"testbed: {DEFAULT_TESTBED} (default; {SIM_NOTE}). "
@@ -274,6 +286,11 @@ def _json_result(report: dict[str, Any]) -> dict[str, Any]:
         "bench_seconds": report.get("bench_seconds"),
         "warm_start": _warm_summary(report.get("warm_start")),
         "engine_done_at": report.get("engine_done_at"),
+        "stop_reason": report.get("stop_reason"),
+        "stop_text": report.get("stop_text"),
+        "time_limit_s": report.get("time_limit_s"),
+        "patience": report.get("patience"),
+        "elapsed_s": report.get("elapsed_s"),
         "front": [_front_row(row) for row in report.get("front") or []],
         "notices": report.get("notices", []),
     }
@@ -302,7 +319,7 @@ def _print_result(report: dict[str, Any]) -> None:
     if warm is not None and warm["reused"]:
         console.print(f"warm start: {warm['reused']} configurations measured earlier on this testbed and workload "
                       + ("were reused" if warm["used_by_engine"] else f"(engine {report['engine']} cannot use them)"))
-    print_engine_done(report)
+    print_stop(report)
     print_short_runs(report)
     if best is None:
         console.print("no trial completed")

@@ -13,10 +13,10 @@ from nictune.cli.results import (
     changes_table,
     default_vs_best_table,
     print_best,
-    print_engine_done,
     print_jobs,
     print_noise,
     print_short_runs,
+    print_stop,
 )
 from nictune.optimizer import get_objective
 
@@ -109,7 +109,7 @@ def _print_remote_result(job: dict[str, Any], default: dict[str, Any] | None) ->
     prog = job.get("progress") or {}
     console.print(f"job {job['id']} {job['state']}: {prog.get('done', 0)} trials, {prog.get('measured', 0)} "
                   f"measured, {prog.get('cached', 0)} from the cache, {prog.get('failed', 0)} failed")
-    print_engine_done(job)
+    print_stop(job)
     print_short_runs(job)
     best = job.get("best")
     if not best:
@@ -202,6 +202,7 @@ def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict
         "simulated": bool(job.get("simulated")), "workload": job["workload"], "objectives": job["objectives"],
         "constraints": job.get("constraints") or [], "budget": job["budget"], "repeats": job["repeats"],
         "seed": job["seed"], "engine_done_at": job.get("engine_done_at"), "racing": bool(job.get("racing")),
+        "stop_reason": job.get("stop_reason"), "stop_text": job.get("stop_text"),
         "noise": job.get("noise"), "recommendation": rec,
         "stats": {"final_race": job.get("final_race") or []}, "notices": job.get("notices") or [],
         "best": {"number": number} if number is not None else None,

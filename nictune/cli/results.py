@@ -88,6 +88,14 @@ def print_short_runs(report: dict[str, Any]) -> None:
                                                                else "")) if seconds else ""
     console.print(f"short runs first ({short['duration_s']:g} s, risk {short['risk']:g}): {short['screened']} "
                   f"configurations left at their short run, {short['promoted']} earned a full run{spent}")
+def print_stop(report: dict[str, Any]) -> None:
+    """Why a finished job stopped (``stop_text``); for an engine that ran out, with the space's
+    size (:func:`print_engine_done`). A failed job's error is printed by its command."""
+    reason = report.get("stop_reason")
+    if reason is None or reason == "engine-done":
+        print_engine_done(report)
+    elif reason != "failed" and report.get("stop_text"):
+        console.print(report["stop_text"])
 
 
 def print_best(rows: list[dict[str, Any]], title: str, objective: str, simulated: bool = False) -> None:

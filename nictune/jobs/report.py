@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine as DbEngine
 from sqlalchemy.orm import Session
 
 from nictune import db
+from nictune.jobs.stopping import stop_reason_of
 from nictune.optimizer import Goal, Score
 from nictune.search_spaces import SearchSpace, space_from_dict
 
@@ -130,6 +131,11 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     info["bench_seconds"] = stats.get("bench_seconds")
     info["warm_start"] = stats.get("warm_start")
     info["engine_done_at"] = stats.get("engine_done_at")
+    options = dict(stats.get("options") or {})
+    info["time_limit_s"] = options.get("time_limit_s")
+    info["patience"] = options.get("patience")
+    info["elapsed_s"] = stats.get("elapsed_s")
+    info["stop_reason"], info["stop_text"] = stop_reason_of(info["state"], stats)
     info["notices"] = list(stats.get("notices") or [])
     info["space_size"] = space.size()
     info["front"] = [r for r in completed if r["number"] in {f["number"] for f in stats.get("front") or []}]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from nictune.errors import InvalidInputError, JobError, UnknownNameError
 from nictune.executors import Executor, LocalExecutor
 from nictune.jobs import warm
 from nictune.jobs.evaluate import JobContext, Race, TrialEvent, evaluate, remeasure, summary_of
+from nictune.jobs.stopping import StopRules, check_stop_options, stop_text
 from nictune.measure._base import METRICS, UNMEASURED, Workload, ignored_knobs_notice
 from nictune.measure.appliers.registry import check_space
 from nictune.measure.workloads import get_workload
@@ -102,6 +104,10 @@ class JobSpec:
     short_run_s: float | None = None
     #: Most chance of discarding, on its short run, a configuration that reaches the incumbent.
     short_risk: float = DEFAULT_RISK
+    #: Stopping rules (see :mod:`nictune.jobs.stopping`): seconds the job may run over its
+    #: whole life, and measured configurations in a row without a better recommendation.
+    time_limit_s: float | None = None
+    patience: int | None = None
 
     @property
     def engine_name(self) -> str:
@@ -116,6 +122,8 @@ class JobOutcome:
     measured: int
     cached: int
     failed: int
+    #: Why the job stopped (:data:`nictune.jobs.stopping.STOP_REASONS`).
+    stop_reason: str | None = None
 
 
 @dataclass
@@ -175,6 +183,7 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
     if not 1 <= spec.repeats <= 100:
         raise InvalidInputError(f"repeats must be between 1 and 100, got {spec.repeats}",
                                 field="repeats", allowed="1..100")
+    check_stop_options(spec.time_limit_s, spec.patience)
     if len(set(spec.objectives)) != len(spec.objectives):
         raise InvalidInputError(f"objectives are repeated: {', '.join(spec.objectives)}", field="objectives",
                                 allowed="distinct objective names")
@@ -210,7 +219,7 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
             job.stats = {"measured": 0, "cached": 0, "failed": 0, "runs": 0, "notices": notices,
                          # Racing compares one objective; Pareto jobs measure fixed repeats.
                          "options": {"racing": spec.racing and len(goal.objectives) == 1,
-                                     "warm_start": spec.warm_start,
+                                     "warm_start": spec.warm_start, **_stop_options(spec),
                                      **({"short_run_s": float(spec.short_run_s), "short_risk": spec.short_risk}
                                         if spec.short_run_s is not None else {})}}
             return int(job.id)
@@ -235,6 +244,24 @@ def _check_short_runs(spec: JobSpec, workload: Workload, *, multi: bool) -> None
             f"a short run must last at least {MIN_SHORT_RUN_S:g} s and less than the full run ({full:g} s), "
             f"got {spec.short_run_s:g}", field="short_run",
             allowed=f"{MIN_SHORT_RUN_S:g} <= seconds < {full:g} (the workload's duration)")
+
+
+def _stop_options(spec: JobSpec) -> dict[str, Any]:
+    """The stopping rules stored with the job's options (a resumed job keeps them)."""
+    out: dict[str, Any] = {}
+    if spec.time_limit_s is not None:
+        out["time_limit_s"] = float(spec.time_limit_s)
+    if spec.patience is not None:
+        out["patience"] = int(spec.patience)
+    return out
+
+
+def _final_race_runs(ctx: JobContext) -> int:
+    """Benchmark runs a final race nothing challenges needs: the finalists once more, then the
+    recommendation (one of them, with two runs by then) to its repeats."""
+    if not ctx.racing or ctx.repeats < 2:
+        return 0
+    return ctx.policy.final_race + max(0, ctx.repeats - 2)
 
 
 def _check_settable(space: SearchSpace, executor: Executor) -> None:
@@ -387,7 +414,8 @@ class JobRunner:
             prep.executor.close()
 
     # ------------------------------------------------------------------ the loop
-    def _context(self, job_id: int, prep: Prepared) -> tuple[JobContext, dict[int, _Stored], dict[str, Any]]:
+    def _context(self, job_id: int,
+                 prep: Prepared) -> tuple[JobContext, dict[int, _Stored], dict[str, Any], StopRules]:
         with db.session_scope(self.dbe) as s:
             job = db.get_job(s, job_id)
             if job.state in ("completed", "cancelled"):
@@ -407,6 +435,7 @@ class JobRunner:
                        if options.get("short_run_s") else None),
                 seed=job.seed, testbed_id=job.testbed_id, workload_id=job.workload_id,
             )
+            rules = StopRules(options, job.stats, _final_race_runs(ctx))
             db.set_job_state(s, job, "running")
             if lost:
                 job.stats["lost_in_flight"] = job.stats.get("lost_in_flight", 0) + lost
@@ -420,11 +449,11 @@ class JobRunner:
             if info and info.get("configs") != len(entries):
                 job.stats["warm_start"] = info | {"configs": len(entries)}
         warm_info = {**info, "engine": prep.engine.name, "entries": entries} if info else {}
-        return ctx, done, warm_info
+        return ctx, done, warm_info, rules
 
     def _loop(self, job_id: int, prep: Prepared) -> JobOutcome:
         engine = prep.engine
-        ctx, done, warm_info = self._context(job_id, prep)
+        ctx, done, warm_info, rules = self._context(job_id, prep)
         race = Race()
         first = self._warm_start(ctx, prep, warm_info)
         number = 0
@@ -433,6 +462,9 @@ class JobRunner:
             # Replayed trials: their samples seed the race, their told metrics the engine.
             self._restore_race(ctx, race, done)
             while number < ctx.budget and not engine.finished:
+                if rules.stopped or rules.time_is_up():  # a stopping rule: the final race follows
+                    break
+                started = time.monotonic()
                 if first:
                     batch = first[: ctx.budget - number]
                     first = []
@@ -441,28 +473,30 @@ class JobRunner:
                 if not batch:
                     break
                 if self.stop.is_set():
-                    return self._finish(ctx, race, "interrupted", number)
-                events = self._run_batch(ctx, race, number, batch, done, streak)
+                    return self._finish(ctx, race, "interrupted", number, rules=rules)
+                events = self._run_batch(ctx, race, number, batch, done, streak, rules)
                 for event in events:  # in trial-number order: replay must see the same tells
                     engine.tell(event.config, event.score, event.told_metrics)
                 number += len(events)
+                measured = sum(e.source == "measured" and e.number not in done for e in events)
+                rules.add_time(time.monotonic() - started, measured, ctx.executor.slots)
+                self._save_rules(ctx, rules)
                 if streak.tripped:  # the rest of the batch is left for the resume, as after a stop
-                    return self._finish(ctx, race, "failed", number, error=streak.error(ctx.job_id))
-                if len(events) < len(batch):  # stopped inside the batch
-                    return self._finish(ctx, race, "interrupted", number)
-            raced = self._final_race(ctx, race)
+                    return self._finish(ctx, race, "failed", number, error=streak.error(ctx.job_id), rules=rules)
+                if len(events) < len(batch) and (self.stop.is_set() or not rules.stopped):  # stopped inside it
+                    return self._finish(ctx, race, "interrupted", number, rules=rules)
+            raced = self._final_race(ctx, race, rules)
         except KeyboardInterrupt:
-            self._finish(ctx, race, "interrupted", number)
+            self._finish(ctx, race, "interrupted", number, rules=rules)
             raise
         except BaseException as exc:
-            self._finish(ctx, race, "failed", number, error=str(exc))
+            self._finish(ctx, race, "failed", number, error=str(exc), rules=rules)
             raise
         # Stopped before or in the final race: interrupted too, so that a resume runs it.
         state = "interrupted" if self.stop.is_set() and (number < ctx.budget or not raced) else "completed"
-        # An engine with nothing left to propose (a small space measured whole, ofat's pass
-        # done) ends the search before the budget: the job says so rather than leave it a puzzle.
-        done_early = engine.finished and number < ctx.budget
-        return self._finish(ctx, race, state, number, engine_done=done_early)
+        return self._finish(ctx, race, state, number, rules=rules,
+                            reason=_stop_reason(state, rules, engine, number, ctx.budget),
+                            engine_text=engine.stop_detail)
 
     def _warm_start(self, ctx: JobContext, prep: Prepared, info: Mapping[str, Any]) -> list[Configuration]:
         entries = list(info.get("entries") or [])
@@ -497,12 +531,12 @@ class JobRunner:
                     race.short[stored.hash] = float(short["value"])
 
     def _run_batch(self, ctx: JobContext, race: Race, number: int, batch: Sequence[Configuration],
-                   done: Mapping[int, _Stored], streak: _FailureStreak) -> list[TrialEvent]:
+                   done: Mapping[int, _Stored], streak: _FailureStreak, rules: StopRules) -> list[TrialEvent]:
         """Evaluate ``batch`` (trials ``number``...) with up to ``executor.slots`` at once.
 
         Returns the events of the trials that ran, in number order: all of them unless
-        ``stop`` was set or ``streak`` tripped, in which case trials not started are left out
-        (and the rest of the batch is run again on resume).
+        ``stop`` was set, ``streak`` tripped or a stopping rule stopped the job, in which case
+        trials not started are left out (and the rest of the batch is run again on resume).
         """
         slots = max(1, min(ctx.executor.slots, len(batch)))
         results: dict[int, TrialEvent] = {}
@@ -513,7 +547,7 @@ class JobRunner:
             event: TrialEvent | None
             if n in done:
                 event = self._replay(ctx, n, config, done[n])
-            elif self.stop.is_set() or streak.tripped:
+            elif self.stop.is_set() or streak.tripped or rules.stopped or rules.time_is_up():
                 return
             else:
                 event = evaluate(ctx, race, n, config)
@@ -523,7 +557,9 @@ class JobRunner:
                 return
             with lock:
                 results[n] = event
-                self._report(ctx, race, event)
+                recommended = self._report(ctx, race, event)
+                if n not in done:  # replayed trials were counted when they ran
+                    rules.add_trial(event.source, recommended == event.config.hash and event.source != "failed")
 
         if slots == 1:
             for i, config in enumerate(batch):
@@ -539,7 +575,8 @@ class JobRunner:
             out.append(results[number + i])
         return out
 
-    def _report(self, ctx: JobContext, race: Race, event: TrialEvent) -> None:
+    def _report(self, ctx: JobContext, race: Race, event: TrialEvent) -> str | None:
+        """Tell ``on_trial`` about ``event``; returns the recommended configuration's hash."""
         best = race.recommended(ctx.policy)
         # The best so far meets the constraints (on its mean); before anything does there is none.
         if best is not None and best in race.number and ctx.policy.score(race.samples[best]).feasible:
@@ -547,6 +584,7 @@ class JobRunner:
             event.best_metrics = Goal.mean_metrics(race.samples[best])
         if self.on_trial:
             self.on_trial(event)
+        return best
 
     def _replay(self, ctx: JobContext, number: int, config: Configuration,
                 stored: _Stored) -> TrialEvent:
@@ -562,9 +600,12 @@ class JobRunner:
         return TrialEvent(ctx.job_id, number, ctx.budget, config, "replayed" if source == "measured" else "cache",
                           dict(summary["metrics"]), ctx.score(told), None, {}, told=told)
 
-    def _final_race(self, ctx: JobContext, race: Race) -> bool:
+    def _final_race(self, ctx: JobContext, race: Race, rules: StopRules) -> bool:
         """Measure the best few configurations once more, then the recommended one until it
-        has ``repeats`` runs (it may change on the way). False when stopped on the way."""
+        has ``repeats`` runs (it may change on the way). False when stopped on the way.
+
+        With a time limit, the race also ends (undecided, as at its cap) before a measurement
+        that would not end within the limit."""
         if not ctx.racing:
             return True
         if self.stop.is_set():
@@ -584,6 +625,8 @@ class JobRunner:
         for key in pending:
             if self.stop.is_set():
                 return False
+            if not rules.race_fits(1):
+                return self._race_out_of_time(ctx, 0)
             remeasure(ctx, race, key, 1)
         # Then until it is decided (RacingPolicy.race_step): the recommendation to its runs,
         # and any configuration that could still beat it once more; at most race_cap
@@ -610,6 +653,8 @@ class JobRunner:
                 return False
             key, times = step
             times = min(times, policy.race_cap - spent)
+            if not rules.race_fits(times):
+                return self._race_out_of_time(ctx, spent)
             again = "once more" if times == 1 else f"{times} more times"
             if key == policy.recommend(samples):
                 self._notice(f"final race: measuring the recommended configuration {again}")
@@ -624,6 +669,18 @@ class JobRunner:
                 self._race_state(ctx, decided=False, spent=spent)
                 return True
 
+    def _race_out_of_time(self, ctx: JobContext, spent: int) -> bool:
+        """End the final race, undecided, at the job's time limit."""
+        self._notice(f"final race: stopped to end within the job's time limit; the recommendation is the best "
+                     f"of the configurations measured {ctx.policy.max_repeats} times (if any is)")
+        self._race_state(ctx, decided=False, spent=spent)
+        return True
+
+    def _save_rules(self, ctx: JobContext, rules: StopRules) -> None:
+        """Store the time used and the patience count (what a resumed job goes on from)."""
+        with ctx.stats_lock, db.session_scope(self.dbe) as s:
+            rules.save(db.get_job(s, ctx.job_id).stats)
+
     def _race_state(self, ctx: JobContext, *, decided: bool | None, spent: int) -> None:
         """Store how the final race stands: measurements spent, and whether it was decided
         (``None`` while it runs; ``False`` when its cap or a failure ended it)."""
@@ -632,8 +689,11 @@ class JobRunner:
             job.stats["race"] = {"measurements": spent, "cap": ctx.policy.race_cap, "decided": decided}
 
     def _finish(self, ctx: JobContext, race: Race, state: str, trials: int, *, error: str | None = None,
-                engine_done: bool = False) -> JobOutcome:
+                rules: StopRules, reason: str | None = None, engine_text: str | None = None) -> JobOutcome:
+        """Store how the job ended: its recommendation, state and ``stop_reason`` (by default
+        its state: ``interrupted`` or ``failed``)."""
         samples = race.snapshot()
+        reason = reason or state
         with ctx.stats_lock, db.session_scope(self.dbe) as s:
             job = db.get_job(s, ctx.job_id)
             decided = dict(job.stats.get("race") or {}).get("decided") is not False
@@ -646,13 +706,32 @@ class JobRunner:
                 job.stats["noise"] = ctx.policy.noise_report(samples)
             if len(ctx.goal.objectives) > 1:
                 job.stats["front"] = _front(ctx, race)
-            if engine_done:
+            if reason == "engine-done":
                 job.stats["engine_done_at"] = trials
+            rules.save(job.stats)
+            job.stats["stop_reason"] = reason
+            job.stats["stop_text"] = stop_text(reason, job.stats, budget=ctx.budget, trials=trials,
+                                               engine=job.engine, error=error, engine_text=engine_text,
+                                               job_id=ctx.job_id)
             db.set_job_state(s, job, state, error=error)
             job.stats["finished_at"] = datetime.now(UTC).isoformat()
             stats = dict(job.stats)
         return JobOutcome(ctx.job_id, state, trials, int(stats.get("measured", 0)), int(stats.get("cached", 0)),
-                          int(stats.get("failed", 0)))
+                          int(stats.get("failed", 0)), reason)
+
+
+def _stop_reason(state: str, rules: StopRules, engine: Engine, trials: int, budget: int) -> str:
+    """Why a job that left its search loop stopped (a stopping rule first, then the engine)."""
+    if state != "completed":
+        return state
+    if rules.reason is not None:
+        return rules.reason
+    # An engine with nothing left to propose (a small space measured whole, ofat's pass done,
+    # a model that expects nothing better) ends the search before the budget: the job says so
+    # rather than leave it a puzzle.
+    if engine.finished and trials < budget:
+        return engine.stop_reason or "engine-done"
+    return "budget"
 
 
 class _FailureStreak:

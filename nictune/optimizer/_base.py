@@ -224,6 +224,18 @@ class Engine(ABC):
     def finished(self) -> bool:
         """Nothing more to propose and nothing awaiting a score."""
 
+    @property
+    def stop_reason(self) -> str | None:
+        """Why a :attr:`finished` engine proposes nothing more, when a rule of its own decided
+        it (e.g. ``expected-improvement``); ``None`` when it simply ran out of configurations
+        (the job says ``engine-done``) or is not finished."""
+        return None
+
+    @property
+    def stop_detail(self) -> str | None:
+        """The sentence behind :attr:`stop_reason`, for humans (``None`` with it)."""
+        return None
+
     # ------------------------------------------------------------------ queries
     def known(self, config: Configuration) -> bool:
         """Whether ``config`` was asked or told already."""

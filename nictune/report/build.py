@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine as DbEngine
 
 from nictune import __version__
 from nictune.errors import InvalidInputError
+from nictune.jobs.stopping import format_duration
 from nictune.measure._base import METRICS
 from nictune.report import figures
 from nictune.report.data import SIMULATED_NOTE, JobData, TrialData, gain, load_job
@@ -157,6 +158,12 @@ def _job_rows(job: JobData) -> list[tuple[str, str]]:
     runs_total = f"; {i['runs']} benchmark runs" if i.get("runs") else ""
     done = i.get("engine_done_at")
     stopped = f"; the engine had nothing left to propose after {done}" if done is not None else ""
+    # Why the job stopped (nictune.jobs.stopping), with the rules it had; older jobs: none stored.
+    rules = [f"time limit {format_duration(float(i['time_limit_s']))}" if i.get("time_limit_s") else "",
+             f"patience {i['patience']}" if i.get("patience") else ""]
+    rules_text = ", ".join(r for r in rules if r) or "none but the budget"
+    stop_row = [("stopped", _e(f"{i.get('stop_text') or '-'} [{i['stop_reason']}]; stopping rules: {rules_text}"))
+                ] if i.get("stop_reason") else []
     return [
         ("job", _e(f"{i['job_id']} ({i['state']})")),
         ("testbed", testbed),
@@ -168,6 +175,7 @@ def _job_rows(job: JobData) -> list[tuple[str, str]]:
         ("budget", _e(f"{i['budget']} trials, {runs_each}, seed {i['seed']}")),
         ("trials", _e(f"{i['trials']} ({i['measured']} measured, {i['cached']} from the cache, "
                       f"{i['failed']} failed{runs_total}){stopped}")),
+        *stop_row,
         ("created / finished", _e(f"{i.get('created_at') or '-'} / {i.get('finished_at') or '-'}")),
     ]
 

@@ -14,6 +14,13 @@ from nictune.measure.sim import PROFILES
 from nictune.measure.workloads import WORKLOADS
 from nictune.optimizer import ENGINES, OBJECTIVES
 
+StopReason = Literal["budget", "time-limit", "patience", "expected-improvement", "engine-done", "interrupted",
+                     "failed", "cancelled"]
+#: A duration: seconds as a JSON number, or text such as "90s", "20m", "1.5h". Any JSON here:
+#: :func:`nictune.jobs.stopping.parse_duration` checks it in ``build_spec``, so a 422 names
+#: ``time_limit`` and the allowed form whatever was sent.
+Duration = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0},
+                                                    {"type": "string", "maxLength": 32}, {"type": "null"}]})]
 JobStateName = Literal["pending", "running", "waiting", "interrupted", "completed", "failed", "cancelled"]
 ObjectiveName = Annotated[str, Field(json_schema_extra=enum_of(OBJECTIVES))]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -99,6 +106,14 @@ class JobCreate(BaseModel):
         0.05, gt=0.0, lt=0.5, strict=True,
         description="With short_run_s: most chance of leaving at its short run a configuration as good as "
                     "the best so far's lower bound.")
+    # Checked by nictune.jobs.stopping.parse_duration in build_spec (a 422 names time_limit).
+    time_limit: Duration = Field(
+        None, description="Stop before this much running time: seconds as a number, or text such as 90s, 20m, "
+                          "1.5h; counted over the job's whole life. No new trial starts once another one and "
+                          "the final race would not end within it.", examples=[1200, "20m"])
+    patience: int | None = Field(None, ge=1, le=2**31 - 1, strict=True,
+                                 description="Stop when this many measured configurations in a row did not "
+                                             "improve the recommendation (cache hits do not count).")
 
     @model_validator(mode="before")
     @classmethod
@@ -249,6 +264,16 @@ class JobOut(BaseModel):
     engine_done_at: int | None = Field(None, description="Trials after which the engine had nothing left to "
                                                          "propose, when that came before the budget (a small "
                                                          "space measured whole, ofat's pass done); else null.")
+    stop_reason: StopReason | None = Field(
+        None, description="Why a finished job stopped: budget, time-limit, patience, expected-improvement (the "
+                          "engine's model rule), engine-done (nothing left to propose), interrupted, failed or "
+                          "cancelled; null while it runs (and for jobs older than the field).")
+    stop_text: str | None = Field(None, description="The same for humans, e.g. 'stopped: 12 measured "
+                                                    "configurations in a row did not improve the recommendation "
+                                                    "(patience 12; 40 of 200 trials)'.")
+    time_limit_s: float | None = Field(None, description="The job's time limit in seconds (null: none).")
+    patience: int | None = Field(None, description="The job's patience (null: none).")
+    elapsed_s: float | None = Field(None, description="Seconds the job has run, over all its runs.")
     recommendation: Recommendation | None = Field(None, description="Finished jobs: the recommended "
                                                                     "configuration with its interval.")
     noise: dict[str, dict[str, float]] | None = Field(

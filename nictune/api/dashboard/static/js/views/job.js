@@ -222,7 +222,8 @@ export function render(root, ctx, jobId) {
       ` · measured ${p.measured} · from cache ${p.cached} · failed ${p.failed}` +
       (st.running || p.running ? ` · trial ${st.running ? st.running.number : done} in flight` : "") +
       (job.engine_done_at !== null && job.engine_done_at !== undefined
-        ? ` · the engine had nothing left to propose after ${job.engine_done_at} trials` : "");
+        ? ` · the engine had nothing left to propose after ${job.engine_done_at} trials`
+        : job.stop_text && job.stop_reason !== "budget" ? ` · ${job.stop_text}` : "");
     if (job.state === "running" && job.eta_s !== null && job.eta_s !== undefined) eta.textContent = `about ${duration(job.eta_s)} left`;
     else if (job.state === "pending") eta.textContent = job.queue_position ? `waiting for the testbed (#${job.queue_position} in queue)` : "waiting to start";
     else if (job.state === "waiting") eta.textContent = job.waiting_for || `waiting for a worker on ${job.testbed}`;

@@ -1,0 +1,162 @@
+"""Stopping rules in the job loop (issue 29): time limit, patience, the bayes engine's
+expected-improvement rule, and the stop_reason every finished job stores (simulated
+testbeds, SQLite)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from nictune import db
+from nictune.errors import InvalidInputError
+from nictune.executors import LocalExecutor, MeasureRequest
+from nictune.jobs import JobRunner, JobSpec, create_job, job_report
+from nictune.jobs.stopping import format_duration, parse_duration
+from nictune.measure._base import TrialResult
+from nictune.report import build_report, load_job
+
+#: A job that would spend its whole budget without a stopping rule.
+LONG = dict(objectives=["throughput"], testbed="sim:benson-40g", workload="udp", budget=200, seed=3,
+            noise=0.03, repeats=3, warm_start=False)
+
+
+def slow(seconds: float, stop_after: int | None = None, stop: threading.Event | None = None) -> Any:
+    """An executor factory whose measurements take ``seconds`` longer (a slow testbed), and
+    that sets ``stop`` after the ``stop_after``-th measurement (a Ctrl-C) when given."""
+    count = [0]
+
+    class Slow(LocalExecutor):
+        def measure(self, request: MeasureRequest) -> TrialResult:
+            time.sleep(seconds)
+            result = super().measure(request)
+            count[0] += 1
+            if stop is not None and count[0] == stop_after:
+                stop.set()
+            return result
+
+    return lambda testbed, noise: Slow(testbed, noise=noise)
+
+
+def _recommended_with_repeats(engine: Engine, job_id: int, repeats: int = 3) -> dict[str, Any]:
+    report = job_report(engine, job_id)
+    rec = report["recommendation"]
+    assert rec is not None and rec["interval"]["n"] == repeats, rec  # the final race ran
+    return report
+
+
+def test_patience_stops_the_job_and_the_final_race_still_runs(engine: Engine, tmp_path: Any) -> None:
+    outcome = JobRunner(engine).run(create_job(engine, JobSpec(**LONG, patience=8)))
+    assert outcome.state == "completed" and outcome.stop_reason == "patience"
+    assert 8 < outcome.trials < 200
+    report = _recommended_with_repeats(engine, outcome.job_id)
+    assert report["stop_reason"] == "patience" and report["patience"] == 8
+    assert report["stop_text"].startswith("stopped: 8 measured configurations in a row did not improve the "
+                                          "recommendation (patience 8;")
+    assert report["engine_done_at"] is None
+    # The report's data and its HTML say it too.
+    assert load_job(engine, outcome.job_id).info["stop_reason"] == "patience"
+    page = build_report(engine, outcome.job_id, tmp_path / "report").html.read_text()
+    assert "stopped: 8 measured configurations in a row did not improve the recommendation" in page
+    assert "[patience]; stopping rules: patience 8" in page
+
+
+def test_a_time_limit_ends_the_job_before_it_with_its_final_race(engine: Engine) -> None:
+    limit = 4.0
+    job = create_job(engine, JobSpec(**LONG, time_limit_s=limit))
+    started = time.monotonic()
+    outcome = JobRunner(engine, executor_factory=slow(0.15)).run(job)
+    took = time.monotonic() - started
+    assert outcome.state == "completed" and outcome.stop_reason == "time-limit"
+    assert took < limit, took
+    assert 5 <= outcome.trials < 200
+    report = _recommended_with_repeats(engine, job)
+    assert report["elapsed_s"] < limit and report["time_limit_s"] == limit
+    assert report["race"]["decided"] is True  # the estimate left the race its time
+    assert "within the time limit of 4s (" in report["stop_text"], report["stop_text"]
+
+
+def test_a_resumed_job_keeps_its_time_limit_counted_over_its_whole_life(engine: Engine) -> None:
+    limit = 4.0
+    job = create_job(engine, JobSpec(**LONG, time_limit_s=limit))
+    stop = threading.Event()
+    first = JobRunner(engine, stop=stop, executor_factory=slow(0.15, 6, stop)).run(job)
+    assert first.state == "interrupted" and first.stop_reason == "interrupted"
+    used = job_report(engine, job)["elapsed_s"]
+    assert used >= 6 * 0.15
+    started = time.monotonic()
+    second = JobRunner(engine, executor_factory=slow(0.15)).run(job)
+    assert second.stop_reason == "time-limit" and second.trials < 200
+    assert time.monotonic() - started < limit - used + 0.5  # what was left, not a fresh limit
+    report = _recommended_with_repeats(engine, job)
+    assert used < report["elapsed_s"] < limit
+
+
+def test_a_resumed_job_keeps_its_patience(tmp_path: Any) -> None:
+    trials = {}
+    for name in ("straight", "stopped"):  # a database each: no answers from the other's cache
+        engine = db.open_database(f"sqlite:///{tmp_path}/{name}.db")
+        job = create_job(engine, JobSpec(**LONG, patience=8))
+        if name == "stopped":
+            stop = threading.Event()
+            first = JobRunner(engine, stop=stop, executor_factory=slow(0.0, 10, stop)).run(job)
+            assert first.state == "interrupted" and first.trials == 10
+        resumed = JobRunner(engine).run(job)
+        assert resumed.stop_reason == "patience"
+        _recommended_with_repeats(engine, job)
+        trials[name] = resumed.trials
+        engine.dispose()
+    assert trials["stopped"] == trials["straight"] < 200  # the same search, stopped at the same trial
+
+
+def test_the_bayes_expected_improvement_rule_stops_a_job(engine: Engine) -> None:
+    spec = JobSpec(**LONG | {"seed": 1}, engine="bayes", engine_params={"ei_stop": 0.01, "ei_rounds": 3})
+    outcome = JobRunner(engine).run(create_job(engine, spec))
+    assert outcome.state == "completed" and outcome.stop_reason == "expected-improvement"
+    assert outcome.trials < 200
+    report = _recommended_with_repeats(engine, outcome.job_id)
+    assert report["engine_done_at"] is None  # the engine did not run out of configurations
+    assert "ei_stop=0.01, ei_rounds=3" in report["stop_text"], report["stop_text"]
+
+
+def test_budget_and_engine_done_are_reasons_too(engine: Engine) -> None:
+    spent = JobRunner(engine).run(create_job(engine, JobSpec(**LONG | {"budget": 6})))
+    assert spent.stop_reason == "budget"
+    assert job_report(engine, spent.job_id)["stop_text"] == "stopped: the budget of 6 trials was spent"
+    small = JobRunner(engine).run(create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:ixgbe-10g",
+                                                              budget=20, seed=1, warm_start=False)))
+    assert small.stop_reason == "engine-done" and small.trials == 8
+    assert job_report(engine, small.job_id)["engine_done_at"] == 8
+
+
+@pytest.mark.parametrize(("changes", "field"), [
+    ({"patience": 0}, "patience"), ({"patience": -2}, "patience"),
+    ({"time_limit_s": 0.0}, "time_limit"), ({"time_limit_s": -5.0}, "time_limit"),
+    ({"time_limit_s": float("nan")}, "time_limit"),
+])
+def test_bad_stopping_options_are_refused_naming_the_field(engine: Engine, changes: dict[str, Any],
+                                                           field: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        create_job(engine, JobSpec(**LONG | changes))
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("90", 90.0), ("90s", 90.0), ("20m", 1200.0), ("1.5h", 5400.0), (" 2M ", 120.0), (45, 45.0), (0.5, 0.5),
+])
+def test_durations(text: Any, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "0", "0s", "-5m", "5d", "m", "1e3", "inf", "90 minutes", True, "31d"])
+def test_bad_durations_name_the_field_and_the_form(text: Any) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        parse_duration(text)
+    assert caught.value.field == "time_limit" and "20m" in str(caught.value.allowed)
+
+
+def test_durations_read_back() -> None:
+    assert [format_duration(s) for s in (4.0, 45, 1200, 725, 5400)] == ["4s", "45s", "20m", "12m 5s", "1h 30m"]
