@@ -15,6 +15,7 @@ from nictune.cli._common import (
     summarise,
     testbed_label,
 )
+from nictune.cli.dryrun import print_dry_run
 from nictune.measure._base import METRICS, ignored_knobs_notice
 from nictune.measure.registry import DEFAULT_TESTBED, open_testbed
 from nictune.measure.workloads import WORKLOADS, get_workload
@@ -38,11 +39,14 @@ def measure(
     scenario: str = typer.Option("idle", "--scenario", help="idle, or busy (busy loops on the other cores)."),
     duration: float | None = typer.Option(None, "--duration", help="Seconds per run."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    dry_run: bool = typer.Option(False, "--dry-run",
+                                 help="Print what would run on each host (reads, apply, benchmark, restore); "
+                                      "change nothing and run no benchmark."),
 ) -> None:
     """Measure one configuration: the base configuration with the --set changes."""
     wl = get_workload(workload, scenario=scenario, duration_s=duration)
     try:
-        with open_testbed(testbed, noise=noise) as bed:
+        with open_testbed(testbed, noise=noise, recover_journal=not dry_run) as bed:
             for notice in bed.notices:
                 err_console.print(notice)
             sp = load_space(space or bed.default_space())
@@ -51,6 +55,15 @@ def measure(
             ignored = [k for k in bed.ignored_knobs(sp) if config.get(k) != defaults.get(k)]
             if ignored:
                 err_console.print(ignored_knobs_notice(bed.name, sp.name, ignored))
+            if dry_run:
+                label = profile + (f" + {', '.join(set_)}" if set_ else "")
+                plan = bed.dry_run([(label, sp.settings(config))], wl, repeats)
+                plan.trials[0].config = config.as_dict()
+                if json_out:
+                    print_json(plan.as_dict())
+                else:
+                    print_dry_run(plan)
+                return
             result = bed.measure(sp.settings(config), wl, repeats, seed)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM (a trial restores the hosts before it lets go)
         err_console.print("interrupted: nothing was measured")

@@ -23,6 +23,7 @@ from nictune.cli._common import (
     print_json,
 )
 from nictune.cli.dbopt import DB_OPTION, open_db
+from nictune.cli.dryrun import print_dry_run
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
 from nictune.cli.results import (
     changes_table,
@@ -34,6 +35,7 @@ from nictune.cli.results import (
 )
 from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_header, job_report
+from nictune.jobs.dryrun import dry_run_job
 from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE, INT32_MAX
 from nictune.jobs.stopping import check_stop_options, parse_duration
 from nictune.measure.registry import DEFAULT_TESTBED
@@ -110,6 +112,9 @@ def optimize(
     server: str | None = SERVER_OPTION,
     token: str | None = TOKEN_OPTION,
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document at the end."),
+    dry_run: bool = typer.Option(False, "--dry-run",
+                                 help="Check the job and print what its first configurations would run on each "
+                                      "host; store no job, change nothing, run no benchmark."),
 ) -> None:
     """Search for the configuration that best meets the objective, and remember every measurement.
 
@@ -132,6 +137,23 @@ def optimize(
             "racing": racing, "warm_start": warm_start, "short_run_s": short_run, "short_risk": short_risk,
             "time_limit": time_limit_s, "patience": patience,
         }, json_out)
+        return
+    if dry_run:
+        if resume is not None or server is not None:
+            raise InvalidInputError("--dry-run plans a new local job; it cannot go with --resume or --server",
+                                    field="dry_run", allowed="--dry-run without --resume and --server")
+        if not objective:
+            raise InvalidInputError("--objective is required", field="objective", allowed=", ".join(OBJECTIVES))
+        for name in objective:
+            get_objective(name)
+        plan = dry_run_job(JobSpec(
+            objectives=objective, testbed=testbed, workload=workload, space=space, engine=engine,
+            engine_params=_parse_params(param), constraints=constraint, budget=budget, repeats=repeats, seed=seed,
+            noise=noise, scenario=scenario, duration_s=duration, racing=racing, warm_start=warm_start))
+        if json_out:
+            print_json(plan.as_dict())
+        else:
+            print_dry_run(plan)
         return
     dbe = open_db(db_url)
     if resume is None:

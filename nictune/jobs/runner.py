@@ -135,7 +135,9 @@ class Prepared:
     engine: Engine
 
 
-def _start_configs(space: SearchSpace) -> list[Configuration]:
+def start_configs(space: SearchSpace) -> list[Configuration]:
+    """The configurations a job measures first: the space's default, and its ``baseline``
+    profile when it has one."""
     starts = [space.default()]
     if "baseline" in space.profiles:
         starts.append(space.profile("baseline"))
@@ -168,12 +170,41 @@ MIN_SHORT_RUN_S = 0.5
 INT32_MAX = 2**31 - 1
 
 
-def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactory | None = None) -> int:
-    """Validate ``spec`` and store it as a pending job; returns the job id.
+@dataclass(frozen=True)
+class CheckedSpec:
+    """A job spec that passed every check a job gets before it is stored."""
+
+    goal: Goal
+    workload: Workload
+    space: SearchSpace
+    seed: int
+    engine: str
+
+
+def check_spec(spec: JobSpec, executor: Executor, *, probe: bool = True) -> CheckedSpec:
+    """Every check :func:`create_job` makes, on an open executor; nothing is stored.
+
+    Args:
+        probe: ask the testbed's hosts which knobs they support (``False`` where that would
+            need a testbed that does not exist yet).
 
     Raises:
-        InvalidInputError: naming the field at fault, before anything is stored.
+        InvalidInputError: naming the field at fault.
     """
+    goal, workload = _check_fields(spec)
+    seed = spec.seed if spec.seed is not None else random.SystemRandom().randrange(2**31)
+    _check_measurable(goal, executor)
+    space = _load_space(spec.space, executor)
+    _check_settable(space, executor)
+    if probe:
+        _check_supported(space, executor, spec.space)
+    # Fails early on unknown engines and bad parameters.
+    make_engine(spec.engine_name, space, seed=seed, params=dict(spec.engine_params), start=start_configs(space))
+    return CheckedSpec(goal, workload, space, seed, spec.engine_name)
+
+
+def _check_fields(spec: JobSpec) -> tuple[Goal, Workload]:
+    """The checks that need no testbed (made before one is opened)."""
     if not 1 <= spec.budget <= INT32_MAX:
         raise InvalidInputError(f"budget must be a positive number of trials, got {spec.budget}",
                                 field="budget", allowed=f"an integer from 1 to {INT32_MAX}")
@@ -188,19 +219,23 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
         raise InvalidInputError(f"objectives are repeated: {', '.join(spec.objectives)}", field="objectives",
                                 allowed="distinct objective names")
     goal = Goal.from_names(list(spec.objectives), list(spec.constraints))
-    engine_name = spec.engine_name
-    _check_engine(engine_name, [o.name for o in goal.objectives])
+    _check_engine(spec.engine_name, [o.name for o in goal.objectives])
     workload = get_workload(spec.workload, scenario=spec.scenario, duration_s=spec.duration_s)
     _check_short_runs(spec, workload, multi=len(goal.objectives) > 1)
-    seed = spec.seed if spec.seed is not None else random.SystemRandom().randrange(2**31)
+    return goal, workload
+
+
+def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactory | None = None) -> int:
+    """Validate ``spec`` and store it as a pending job; returns the job id.
+
+    Raises:
+        InvalidInputError: naming the field at fault, before anything is stored.
+    """
+    _check_fields(spec)  # before a testbed is opened
     with (executor_factory or _local_executor)(spec.testbed, spec.noise) as executor:
-        _check_measurable(goal, executor)
-        space = _load_space(spec.space, executor)
-        _check_settable(space, executor)
-        _check_supported(space, executor, spec.space)
-        # Fails early on unknown engines and bad parameters.
-        make_engine(engine_name, space, seed=seed, params=dict(spec.engine_params),
-                    start=_start_configs(space))
+        checked = check_spec(spec, executor)
+        goal, workload, space, seed, engine_name = (checked.goal, checked.workload, checked.space, checked.seed,
+                                                    checked.engine)
         with db.session_scope(dbe) as s:
             tb = db.get_or_create_testbed(s, executor.testbed, executor.kind, executor.fingerprint())
             wl = db.get_or_create_workload(s, workload.name, workload.key())
@@ -389,7 +424,7 @@ class JobRunner:
             wl_def = dict(job.workload.definition)
             goal = Goal.from_names(list(job.objectives), list(job.constraints))
             engine = make_engine(job.engine, space, seed=job.seed, params=dict(job.engine_params),
-                                 start=_start_configs(space))
+                                 start=start_configs(space))
         executor = self.executor_factory(testbed_name, _noise_of(fingerprint))
         for notice in executor.notices:
             self._notice(notice)

@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from nictune.search_spaces._base import Setting
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from nictune.measure.dryrun import DryRun
     from nictune.search_spaces.space import SearchSpace
 
 Protocol = Literal["tcp", "udp"]
@@ -135,6 +138,20 @@ class Testbed(ABC):
         Raises:
             MeasurementError: the trial failed; the host settings have been restored.
         """
+
+    def dry_run(
+        self, trials: Sequence[tuple[str, list[Setting]]], workload: Workload, repeats: int
+    ) -> DryRun:
+        """What measuring each ``(label, settings)`` would do on the hosts, found without
+        changing anything (reads may run; writes, processes and benchmarks do not).
+
+        Raises:
+            InvalidInputError: a setting failed the validation a real trial applies.
+            MeasurementError: this kind of testbed has no dry run, or a read failed.
+        """
+        from nictune.errors import MeasurementError
+
+        raise MeasurementError(f"testbed {self.name} ({self.kind}) has no dry run")
 
     def ignored_knobs(self, space: SearchSpace) -> list[str]:
         """Knobs of ``space`` whose values cannot change this testbed's figures.

@@ -12,6 +12,15 @@ from nictune.measure.topology import online_cpus
 BUSY_LOOP = ("sh", "-c", "while :; do :; done")
 
 
+def busy_commands(hosts: Sequence[Host], exclude: Iterable[int] = ()) -> list[tuple[Host, list[str]]]:
+    """The busy loops of the ``busy`` scenario: one ``taskset``-pinned loop per CPU of each
+    machine among ``hosts`` (hosts on one machine share them), except the CPUs ``exclude``."""
+    skip = set(exclude)
+    machines = list({h.machine: h for h in hosts}.values())
+    return [(host, ["taskset", "-c", str(cpu), *BUSY_LOOP])
+            for host in machines for cpu in online_cpus(host) if cpu not in skip]
+
+
 class BusyLoad:
     """Context manager: start busy loops on ``hosts``' CPUs except ``exclude``; always stop.
 
@@ -27,10 +36,8 @@ class BusyLoad:
 
     def start(self) -> None:
         """Start one loop per CPU, pinned with ``taskset``."""
-        for host in self.hosts:
-            for cpu in online_cpus(host):
-                if cpu not in self.exclude:
-                    self.processes.append(host.spawn(["taskset", "-c", str(cpu), *BUSY_LOOP]))
+        for host, argv in busy_commands(self.hosts, self.exclude):
+            self.processes.append(host.spawn(argv))
 
     def stop(self) -> None:
         """Stop every loop (SIGTERM, then SIGKILL)."""

@@ -86,6 +86,17 @@ def client_argv(
     return _pinned(argv, cpus)
 
 
+def benchmark_argvs(
+    ends: Endpoints, workload: Workload, sender_cpus: str | None = None, receiver_cpus: str | None = None
+) -> tuple[list[str], list[str], float]:
+    """``(server argv, client argv, hard timeout in seconds)`` of one run of ``workload``:
+    the server runs on the receiver, the client on the sender (each argv before its host's
+    wrapping, :meth:`Host.local_argv`)."""
+    hard_timeout = float(workload.duration_s) + float(workload.omit_s) + TIMEOUT_MARGIN_S
+    server = server_argv(ends.port, int(hard_timeout) + 5, receiver_cpus)
+    return server, client_argv(workload, ends.receiver_address, ends.port, sender_cpus), hard_timeout
+
+
 def parse_client_json(text: str, workload: Workload) -> tuple[dict[str, float], dict[str, Any]]:
     """Metrics and a summary from the client's ``-J`` output.
 
@@ -189,16 +200,14 @@ def run_iperf3(
     Raises:
         MeasurementError: iperf3 failed, timed out or printed unusable output.
     """
-    hard_timeout = float(workload.duration_s) + float(workload.omit_s) + TIMEOUT_MARGIN_S
-    idle = int(hard_timeout) + 5
+    server_cmd, argv, hard_timeout = benchmark_argvs(ends, workload, sender_cpus, receiver_cpus)
     _check_port_free(ends.receiver, ends.port)
     before = read_counters(ends.receiver, ends.receiver_device)
     sender_before = read_sender_counters(ends.sender, ends.sender_device)
     t0, started = time.monotonic(), datetime.now(UTC)
-    server = ends.receiver.spawn(server_argv(ends.port, idle, receiver_cpus))
+    server = ends.receiver.spawn(server_cmd)
     try:
         _wait_listening(ends.receiver, server, ends.port)
-        argv = client_argv(workload, ends.receiver_address, ends.port, sender_cpus)
         try:
             client = ends.sender.run(argv, timeout=hard_timeout, check=False)
         except HostCommandError as exc:

@@ -20,9 +20,10 @@ receiver:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -37,6 +38,9 @@ from nictune.measure.transaction import Trial
 from nictune.measure.validation import check_device, check_int, check_token
 from nictune.search_spaces import SearchSpace
 from nictune.search_spaces._base import Setting
+
+if TYPE_CHECKING:
+    from nictune.measure.dryrun import DryRun
 
 _SSH_URL = re.compile(
     r"^ssh://(?P<user>[a-z_][a-z0-9_.-]{0,31})@"
@@ -292,6 +296,17 @@ class SshPairTestbed(Testbed):
     ) -> TrialResult:
         """Run one trial (see :class:`~nictune.measure.transaction.Trial`)."""
         return Trial(self.endpoints(), self.journal).run(settings, workload, repeats, seed)
+
+    def dry_run(
+        self, trials: Sequence[tuple[str, list[Setting]]], workload: Workload, repeats: int
+    ) -> DryRun:
+        """Each trial planned on the two hosts (reads run over SSH; nothing else does)."""
+        from nictune.measure.dryrun import DryRun, journal_notes, plan_trial
+
+        run = DryRun(self.name, self.kind, False, notes=journal_notes(self.journal))
+        run.trials = [plan_trial(self.endpoints(), settings, workload, repeats, label)
+                      for label, settings in trials]
+        return run
 
 
 def describe_pair(spec: PairSpec) -> dict[str, Any]:

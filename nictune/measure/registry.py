@@ -17,12 +17,14 @@ def known_testbeds() -> list[str]:
     return [*PROFILES, "veth", "veth:NAME", "PATH/TO/pair.yaml"]
 
 
-def open_testbed(name: str, *, noise: float | None = None) -> Testbed:
+def open_testbed(name: str, *, noise: float | None = None, recover_journal: bool = True) -> Testbed:
     """The testbed called ``name``: ``sim:PROFILE``, ``veth[:NAME]`` or a pair YAML file.
 
     Args:
         name: the testbed's name.
         noise: for simulated testbeds, the coefficient of variation of repeats.
+        recover_journal: restore what a crashed run left there first (:func:`recover`);
+            ``False`` for a dry run, which changes nothing.
 
     Raises:
         UnknownNameError: no such testbed.
@@ -42,7 +44,8 @@ def open_testbed(name: str, *, noise: float | None = None) -> Testbed:
         bed = SshPairTestbed(load_pair(name))
     else:
         raise UnknownNameError("testbed", name, known_testbeds())
-    bed.notices = tuple(recover(bed.name))
+    if recover_journal:
+        bed.notices = tuple(recover(bed.name))
     return bed
 
 

@@ -204,14 +204,41 @@ class Trial:
 
     def _snapshot(self, steps: Sequence[Step], entries: list[dict[str, Any]]) -> None:
         """Snapshot every step into ``entries``, then write the journal (durably)."""
+        self.snapshot_steps(steps, entries)
+        hosts = {"sender": self.ends.sender.spec(), "receiver": self.ends.receiver.spec()}
+        self.journal.write({"hosts": hosts, "entries": entries, "resources": self.resources})
+
+    def snapshot_steps(self, steps: Sequence[Step], entries: list[dict[str, Any]]) -> None:
+        """Read what every step will change into ``entries`` (one entry per step, in order)."""
         for step in steps:
             snap = applier_for(step.family).snapshot(step.host, step.device, step.settings)
             entries.append(
                 {"side": step.side, "family": step.family.value, "device": step.device,
                  "snapshot": snap}
             )  # fmt: skip
-        hosts = {"sender": self.ends.sender.spec(), "receiver": self.ends.receiver.spec()}
-        self.journal.write({"hosts": hosts, "entries": entries, "resources": self.resources})
+
+    def apply_steps(self, steps: Sequence[Step]) -> None:
+        """Apply every step, in order."""
+        for step in steps:
+            applier_for(step.family).apply(step.host, step.device, step.settings)
+
+    def verify_steps(self, steps: Sequence[Step]) -> None:
+        """Read every applied step back, then check the receiver still answers (a ping; with
+        an MTU change, a full-size one with DF set).
+
+        Raises:
+            MeasurementError: a value did not take, or the receiver does not answer.
+        """
+        for step in steps:
+            applier_for(step.family).verify(step.host, step.device, step.settings)
+        mtu_changed = any(
+            s.family is Family.IP_LINK and s.target == "mtu" for st in steps for s in st.settings
+        )
+        check_reachable(self.ends, mtu_changed)
+
+    def restore_steps(self, steps: Sequence[Step], entries: Sequence[dict[str, Any]]) -> list[str]:
+        """Put every step's snapshot back, last step first; the problems met (empty: all restored)."""
+        return self._restore(steps, entries)
 
     def _apply_and_measure(
         self,
@@ -220,14 +247,8 @@ class Trial:
         workload: Workload,
         repeats: int,
     ) -> tuple[list[Sample], tuple[str | None, str | None]]:
-        for step in steps:
-            applier_for(step.family).apply(step.host, step.device, step.settings)
-        for step in steps:
-            applier_for(step.family).verify(step.host, step.device, step.settings)
-        mtu_changed = any(
-            s.family is Family.IP_LINK and s.target == "mtu" for st in steps for s in st.settings
-        )
-        check_reachable(self.ends, mtu_changed)
+        self.apply_steps(steps)
+        self.verify_steps(steps)
         # Resolved after the IRQ affinity is applied: ``irq-core`` depends on it.
         tx_cpus, rx_cpus = pinning(settings, self.ends)
         pinned = parse_cpu_list(tx_cpus or "") + parse_cpu_list(rx_cpus or "")

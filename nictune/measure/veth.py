@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nictune.errors import HostCommandError, InvalidInputError
 from nictune.measure._base import Testbed, TrialResult, Workload
+from nictune.measure.appliers import validate_settings
 from nictune.measure.fingerprint import cpu_model, driver_info, kernel_release
 from nictune.measure.hosts import Host, LocalHost, NetnsHost
 from nictune.measure.iperf3 import Endpoints
@@ -24,6 +27,9 @@ from nictune.measure.probe_space import unsupported_knobs
 from nictune.measure.transaction import Trial
 from nictune.search_spaces import SearchSpace
 from nictune.search_spaces._base import Setting
+
+if TYPE_CHECKING:
+    from nictune.measure.dryrun import DryRun
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")
 
@@ -96,21 +102,30 @@ class VethPair:
         names = list_namespaces(self.host)
         return self.tx in names and self.rx in names
 
+    def setup_commands(self) -> list[tuple[Host, list[str]]]:
+        """What :meth:`up` runs, in order: each command with the host it runs on."""
+        cmds: list[tuple[Host, list[str]]] = [
+            (self.host, ["ip", "netns", "add", self.tx]),
+            (self.host, ["ip", "netns", "add", self.rx]),
+            (self.host, ["ip", "link", "add", self.tx, "netns", self.tx, "type", "veth",
+                         "peer", "name", self.rx, "netns", self.rx]),
+        ]  # fmt: skip
+        for ns, addr in ((self.tx, self.tx_address), (self.rx, self.rx_address)):
+            host = NetnsHost(ns, self.host)
+            cmds += [(host, ["ip", "addr", "add", f"{addr}/30", "dev", ns]),
+                     (host, ["ip", "link", "set", "dev", ns, "up"]),
+                     (host, ["ip", "link", "set", "dev", "lo", "up"])]
+        return cmds
+
+    def teardown_commands(self) -> list[tuple[Host, list[str]]]:
+        """What :meth:`down` runs once :meth:`up` has made both namespaces."""
+        return [(self.host, ["ip", "netns", "del", ns]) for ns in (self.tx, self.rx)]
+
     def up(self) -> None:
         """Create namespaces, link and addresses; on any failure remove what was made."""
-        ip = ["ip"]
         try:
-            self.host.run([*ip, "netns", "add", self.tx])
-            self.host.run([*ip, "netns", "add", self.rx])
-            self.host.run(
-                [*ip, "link", "add", self.tx, "netns", self.tx, "type", "veth",
-                 "peer", "name", self.rx, "netns", self.rx]
-            )  # fmt: skip
-            for ns, addr in ((self.tx, self.tx_address), (self.rx, self.rx_address)):
-                host = NetnsHost(ns, self.host)
-                host.run([*ip, "addr", "add", f"{addr}/30", "dev", ns])
-                host.run([*ip, "link", "set", "dev", ns, "up"])
-                host.run([*ip, "link", "set", "dev", "lo", "up"])
+            for host, argv in self.setup_commands():
+                host.run(argv)
         except HostCommandError:
             self.down()
             raise
@@ -118,9 +133,9 @@ class VethPair:
     def down(self) -> None:
         """Remove both namespaces (the veth link goes with them); missing ones are fine."""
         names = list_namespaces(self.host)
-        for ns in (self.tx, self.rx):
-            if ns in names:
-                self.host.run(["ip", "netns", "del", ns])
+        for host, argv in self.teardown_commands():
+            if argv[-1] in names:
+                host.run(argv)
 
 
 def list_namespaces(host: Host | None = None) -> list[str]:
@@ -218,6 +233,30 @@ class VethTestbed(Testbed):
         return Trial(self.endpoints(), self.journal, resources).run(
             settings, workload, repeats, seed
         )
+
+    def dry_run(
+        self, trials: Sequence[tuple[str, list[Setting]]], workload: Workload, repeats: int
+    ) -> DryRun:
+        """Each trial planned in the pair's namespaces; a missing pair is not created: its setup
+        and teardown commands are listed, and the trials their validated settings only."""
+        from nictune.measure.dryrun import DryRun, TrialPlan, journal_notes, plan_trial, planned_commands, setting_dict
+
+        run = DryRun(self.name, self.kind, False, notes=journal_notes(self.journal))
+        if self.pair.exists():
+            run.trials = [plan_trial(self.endpoints(), settings, workload, repeats, label)
+                          for label, settings in trials]
+            return run
+        run.setup = planned_commands("setup", self.pair.setup_commands())
+        run.teardown = planned_commands("teardown", self.pair.teardown_commands())
+        run.notes.append(
+            f"veth pair {self.pair.name} does not exist: a real run creates it first (setup) and removes it at "
+            "the end (teardown). Without its namespaces nothing can be read now, and which commands apply and "
+            "restore run depends on the values read there: create it with 'nictune testbed up --name "
+            f"{self.pair.name}' (and remove it with 'nictune testbed down --name {self.pair.name}') to see them")
+        hosts = {"sender": self.pair.sender().name, "receiver": self.pair.receiver().name}
+        run.trials = [TrialPlan(label, [setting_dict(s) for s in validate_settings(settings)], hosts, [], repeats)
+                      for label, settings in trials]
+        return run
 
     def close(self) -> None:
         """Remove the pair if this testbed created it."""

@@ -127,8 +127,19 @@ class Host(ABC):
 
     def write_file(self, path: str, text: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Write ``text`` to ``path`` on the host (one ``write``, as sysctl files want)."""
-        argv = ["dd", f"of={check_path(path)}", "bs=65536", "iflag=fullblock", "status=none"]
+        argv = self.write_argv(path)
+        assert argv is not None  # only a host that writes files itself has none
         self.run(argv, timeout=timeout, input=text)
+
+    def write_argv(self, path: str) -> list[str] | None:
+        """The command :meth:`write_file` runs for ``path`` (the text goes to its standard
+        input); ``None`` for a host that writes files itself (this machine)."""
+        return ["dd", f"of={check_path(path)}", "bs=65536", "iflag=fullblock", "status=none"]
+
+    def file_host(self, path: str) -> Host:
+        """The host that really reads and writes ``path`` for this one: itself, except a
+        namespace's global sysctls, which live on its parent."""
+        return self
 
     def exists(self, path: str, timeout: float = DEFAULT_TIMEOUT) -> bool:
         """Whether ``path`` exists on the host."""

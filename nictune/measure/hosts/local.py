@@ -46,6 +46,11 @@ class LocalHost(Host):
                 f"{self.name}: cannot write {text.strip()!r} to {path}: {exc.strerror}"
             ) from exc
 
+    def write_argv(self, path: str) -> list[str] | None:
+        """``None``: nictune writes the file itself (``open`` and one ``write``), no command runs."""
+        check_path(path)
+        return None
+
     def exists(self, path: str, timeout: float = DEFAULT_TIMEOUT) -> bool:
         """Whether ``path`` exists here."""
         return os.path.exists(check_path(path))

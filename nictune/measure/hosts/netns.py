@@ -120,10 +120,14 @@ class NetnsHost(Host):
         key = sysctl_key(check_path(path))
         return key is not None and is_global_sysctl(key)
 
+    def file_host(self, path: str) -> Host:
+        """The parent for a global sysctl (one value per machine), else this namespace."""
+        return self.parent.file_host(path) if self._global(path) else self
+
     def read_file(self, path: str, timeout: float = DEFAULT_TIMEOUT) -> str:
         """Read ``path`` as seen from the namespace (global sysctls from the parent)."""
         if self._global(path):
-            return self.parent.read_file(path, timeout)
+            return self.file_host(path).read_file(path, timeout)
         return super().read_file(path, timeout)
 
     def read_files(self, paths: Sequence[str], timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
@@ -135,7 +139,7 @@ class NetnsHost(Host):
     def write_file(self, path: str, text: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Write ``path`` in the namespace; a global sysctl is written on the parent."""
         if self._global(path):
-            self.parent.write_file(path, text, timeout)
+            self.file_host(path).write_file(path, text, timeout)
         else:
             super().write_file(path, text, timeout)
 

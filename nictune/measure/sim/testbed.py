@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from nictune.errors import InvalidInputError
 from nictune.measure._base import Sample, Testbed, TrialResult, Workload
@@ -14,6 +16,9 @@ from nictune.measure.sim.model import evaluate, modelled_keys
 from nictune.measure.sim.profiles import MODEL_VERSION, SimProfile
 from nictune.search_spaces._base import Setting
 from nictune.search_spaces.space import SearchSpace
+
+if TYPE_CHECKING:
+    from nictune.measure.dryrun import DryRun
 
 #: Default coefficient of variation of simulated measurements.
 DEFAULT_NOISE = 0.03
@@ -79,6 +84,24 @@ class SimTestbed(Testbed):
         notes = ["simulated testbed: figures come from a model, not from hardware"]
         return TrialResult(samples, snapshot={"simulated": True, "profile": self.profile.name},
                            notes=notes)
+
+    def dry_run(
+        self, trials: Sequence[tuple[str, list[Setting]]], workload: Workload, repeats: int
+    ) -> DryRun:
+        """A model runs nothing anywhere: each trial lists the settings the model would be
+        given, each marked with whether the model has a term for it."""
+        from nictune.measure.dryrun import DryRun, TrialPlan
+
+        known = modelled_keys(self.profile)
+        run = DryRun(self.name, self.kind, True, notes=[
+            f"{self.name} is a simulated testbed, a model: nothing runs on any host, no setting is read or "
+            "changed and no benchmark starts; its figures would come from the model, not from hardware"])
+        for label, settings in trials:
+            rows = [{"family": s.family.value, "target": s.target, "index": s.index, "device": s.device,
+                     "value": list(s.value) if isinstance(s.value, tuple) else s.value,
+                     "modelled": (s.family.value, s.target, s.device) in known} for s in settings]
+            run.trials.append(TrialPlan(label, rows, {}, [], repeats))
+        return run
 
     def ignored_knobs(self, space: SearchSpace) -> list[str]:
         """Knobs of ``space`` none of whose settings the model reads (e.g. ``tx_ring``, or a

@@ -1,0 +1,178 @@
+"""The dry run: what a trial would run on each host, found by running the trial's own code on
+:class:`~nictune.measure.planning.PlanningHost` s (reads happen, nothing else does).
+
+:func:`plan_trial` takes the same steps as :meth:`Trial.run
+<nictune.measure.transaction.Trial.run>` (validation, :func:`plan`, snapshot, apply, verify,
+reachability, the iperf3 argv, restore) without its locks and its journal, so the commands
+it returns are the ones a real trial then executes, with the values read now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from nictune.measure._base import Workload
+from nictune.measure.appliers import applier_for, validate_settings
+from nictune.measure.busy import busy_commands
+from nictune.measure.hosts import Host, NetnsHost, is_global_sysctl
+from nictune.measure.hosts.netns import sysctl_key
+from nictune.measure.iperf3 import Endpoints, benchmark_argvs
+from nictune.measure.journal import Journal
+from nictune.measure.planning import PlannedCommand, PlannedState, PlanningHost
+from nictune.measure.transaction import Trial, pinning, plan
+from nictune.measure.validation import parse_cpu_list
+from nictune.search_spaces._base import Setting
+
+#: The phases of a trial, in the order a trial runs them.
+PHASES = ("setup", "snapshot", "apply", "verify", "check", "benchmark", "restore", "teardown")
+#: Families whose settings are the machine's whatever host writes them.
+_MACHINE_PATHS = {"/proc/irq/": "IRQ affinity", "/sys/devices/system/cpu/": "CPU frequency governor"}
+
+
+def scope(cmd: PlannedCommand) -> tuple[bool, str]:
+    """``(machine_wide, what it changes)`` of a planned write or command."""
+    if cmd.path is not None:
+        key = sysctl_key(cmd.path)
+        if key is not None:
+            if is_global_sysctl(key):
+                return True, f"global sysctl {key}: one value for every namespace and process on {cmd.machine}"
+            if cmd.namespace:
+                return False, f"sysctl {key} of namespace {cmd.host.removeprefix('netns:')} only"
+            return True, f"sysctl {key} of {cmd.machine}'s own network namespace (every process in it)"
+        for prefix, what in _MACHINE_PATHS.items():
+            if cmd.path.startswith(prefix):
+                return True, f"{what} of {cmd.machine}"
+        if cmd.path.startswith("/sys/class/net/"):
+            return False, f"device {cmd.path.split('/')[4]} on {cmd.host}"
+    if cmd.argv[:1] in (["ethtool"], ["ip"], ["tc"]) and "dev" in cmd.argv:
+        return False, f"device {cmd.argv[cmd.argv.index('dev') + 1]} on {cmd.host}"
+    if cmd.argv[:1] == ["ethtool"] and len(cmd.argv) > 2:
+        return False, f"device {cmd.argv[2]} on {cmd.host}"
+    return False, ""
+
+
+def command_dict(cmd: PlannedCommand) -> dict[str, Any]:
+    """A planned command as plain data, with its scope."""
+    wide, what = scope(cmd)
+    return cmd.as_dict() | {"machine_wide": wide, "scope": what}
+
+
+@dataclass
+class TrialPlan:
+    """What one trial would do.
+
+    Attributes:
+        label: which configuration (``default``, ``baseline``, ``--set ...``).
+        settings: the validated settings, as the hosts get them.
+        hosts: side -> host name.
+        commands: every read, write, command and process in the order the trial takes them.
+        repeats: how many times the benchmark would run.
+        problems: what the restore would not put back (empty when the plan restores all).
+        config: the configuration, knob -> value, when it comes from a space.
+    """
+
+    label: str
+    settings: list[dict[str, Any]]
+    hosts: dict[str, str]
+    commands: list[PlannedCommand]
+    repeats: int
+    problems: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "config": self.config, "settings": self.settings, "hosts": self.hosts,
+                "repeats": self.repeats, "problems": self.problems,
+                "commands": [command_dict(c) for c in self.commands]}
+
+
+@dataclass
+class DryRun:
+    """What a measurement (or a job's first ones) would do on a testbed; nothing was changed."""
+
+    testbed: str
+    kind: str
+    simulated: bool
+    trials: list[TrialPlan] = field(default_factory=list)
+    setup: list[PlannedCommand] = field(default_factory=list)
+    teardown: list[PlannedCommand] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"dry_run": True, "testbed": self.testbed, "kind": self.kind, "simulated": self.simulated,
+                "notes": self.notes, "setup": [command_dict(c) for c in self.setup],
+                "trials": [t.as_dict() for t in self.trials],
+                "teardown": [command_dict(c) for c in self.teardown]}
+
+
+def setting_dict(s: Setting) -> dict[str, Any]:
+    """A validated setting as plain data (its value as the applier writes it)."""
+    value = applier_for(s.family).normalize(s)
+    return {"family": s.family.value, "target": s.target, "index": s.index, "device": s.device,
+            "value": list(value) if isinstance(value, tuple) else value}
+
+
+def planned_commands(phase: str, commands: Sequence[tuple[Host, list[str]]], side: str = "") -> list[PlannedCommand]:
+    """Commands a testbed would run outside a trial (creating a veth pair), none of them run."""
+    return [PlannedCommand(phase, side, host.name, "run", list(argv), host.local_argv(argv),
+                           namespace=isinstance(host, NetnsHost), machine=host.machine)
+            for host, argv in commands]
+
+
+def plan_trial(ends: Endpoints, settings: Sequence[Setting], workload: Workload, repeats: int,
+               label: str = "") -> TrialPlan:
+    """Everything :class:`~nictune.measure.transaction.Trial` would do for ``settings`` on
+    ``ends``, found by running its steps on planning hosts: reads run, nothing else does.
+
+    Raises:
+        InvalidInputError: a setting failed validation (as it would in a real trial).
+        MeasurementError: a read failed (a device missing ...), as the real trial would.
+    """
+    checked = validate_settings(settings)
+    state = PlannedState()
+    tx, rx = PlanningHost(ends.sender, state, "sender"), PlanningHost(ends.receiver, state, "receiver")
+    planned = replace(ends, sender=tx, receiver=rx)
+    steps = plan(checked, planned)
+    # The journal is never written: only the steps' snapshots, apply and restore are used.
+    trial = Trial(planned, Journal("dry-run"))
+    entries: list[dict[str, Any]] = []
+    trial.snapshot_steps(steps, entries)
+    state.phase = "apply"
+    trial.apply_steps(steps)
+    state.phase = "verify"
+    trial.verify_steps(steps)
+    for cmd in state.commands:
+        if cmd.phase == "verify" and cmd.action == "run":  # the reachability ping
+            cmd.phase = "check"
+    state.phase = "benchmark"
+    tx_cpus, rx_cpus = pinning(checked, planned)
+    server, client, _ = benchmark_argvs(planned, workload, tx_cpus, rx_cpus)
+    if workload.scenario == "busy":
+        pinned = parse_cpu_list(tx_cpus or "") + parse_cpu_list(rx_cpus or "")
+        for host, argv in busy_commands([tx, rx], exclude=pinned):
+            assert isinstance(host, PlanningHost)
+            host.plan_start(argv)
+    rx.plan_start(server)
+    tx.record("run", tx, client, executed=tx.local_argv(client))
+    state.phase = "restore"
+    problems = trial.restore_steps(steps, entries)
+    return TrialPlan(label, [setting_dict(s) for s in checked], {"sender": ends.sender.name,
+                     "receiver": ends.receiver.name}, state.commands, max(1, repeats), problems)
+
+
+def journal_notes(journal: Journal) -> list[str]:
+    """What a dry run says about a journal a crashed run left (a real run restores it first)."""
+    if not journal.exists():
+        return []
+    return [f"a crashed run left settings to restore on {journal.testbed} (journal {journal.path}): a real run "
+            "restores them before anything else; the dry run leaves them as they are"]
+
+
+def is_write(cmd: PlannedCommand) -> bool:
+    """Whether the command changes something (or starts a process): what a dry run never runs."""
+    return cmd.action in ("write", "run", "start")
+
+
+__all__ = ["PHASES", "DryRun", "TrialPlan", "command_dict", "is_write", "journal_notes", "plan_trial",
+           "planned_commands", "scope", "setting_dict"]
