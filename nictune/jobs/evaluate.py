@@ -52,6 +52,9 @@ class TrialEvent:
     runs: int = 0  # benchmark runs this trial measured (0 for cache and replay)
     #: The mean metrics the engine is told (``metrics`` unless a replay told it earlier ones).
     told: dict[str, float] | None = None
+    #: Wall seconds the trial took here (its measurement; the cache look-up for a cache hit);
+    #: a replayed trial's as stored, ``None`` when unknown.
+    seconds: float | None = None
 
     @property
     def told_metrics(self) -> dict[str, float]:
@@ -144,6 +147,7 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
     Returns ``None`` when the trial never started (the job stopped while it waited for a
     testbed): it is removed again, and a resumed job runs it.
     """
+    began = time.monotonic()
     with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
         job = db.get_job(s, ctx.job_id)
         row = db.get_or_create_configuration(s, config.hash, config.canonical_json)
@@ -158,7 +162,7 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
             race.add(config, number, trial.id, cached)
             metrics = dict(summary["metrics"])
             return TrialEvent(ctx.job_id, number, ctx.budget, config, "cache", metrics, ctx.score(metrics),
-                              None, {})
+                              None, {}, seconds=time.monotonic() - began)
         trial_id = trial.id
     started = time.monotonic()
     # With racing a configuration is run once here; the job's final race repeats the best.
@@ -177,7 +181,7 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
             job = db.get_job(s, ctx.job_id)
             job.stats["failed"] = job.stats.get("failed", 0) + 1
         return TrialEvent(ctx.job_id, number, ctx.budget, config, "failed", {}, Score.failed(), None, {},
-                          error=str(exc))
+                          error=str(exc), seconds=time.monotonic() - started)
     samples = list(result.samples)
     notes = list(dict.fromkeys(result.notes))
     summary = summary_of(ctx.goal, [smp.metrics for smp in samples])
@@ -196,7 +200,7 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
         race.runs[config.hash] = 1
     metrics = dict(summary["metrics"])
     return TrialEvent(ctx.job_id, number, ctx.budget, config, "measured", metrics, ctx.score(metrics), None,
-                      {}, runs=len(samples))
+                      {}, runs=len(samples), seconds=summary["seconds"])
 
 
 def remeasure(ctx: JobContext, race: Race, config_hash: str, runs: int) -> int:
