@@ -16,6 +16,9 @@ resumes those it left unfinished (pending, running after a crash, or interrupted
 stop); the runner replays their stored trials, so no completed trial is lost or
 measured again, and it removes the trial a crash left ``running``. Jobs started by the
 CLI are never taken over.
+
+Every trial of a job it runs is logged (``nictune.jobs``, INFO) as the line ``optimize`` prints
+in a pipe, and so is every notice of the job (final race, warm start, settings restored).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from nictune.api.settings import ApiSettings
 from nictune.errors import JobError, NictuneError
 from nictune.executors.celery_executor import ExecutorFactory
 from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job
+from nictune.jobs.trial_log import LineContext, log_notice, log_trial
 
 log = logging.getLogger("nictune.api.jobs")
 
@@ -242,9 +246,10 @@ class JobManager:
             self._mark_cancelled(job_id)
             return
         factory = self.executors.for_job(on_wait=self._on_wait, stop=stop)
-        runner = JobRunner(self.dbe, on_trial=lambda event: self._on_trial(event, stop), stop=stop,
-                           executor_factory=factory)
         try:
+            lines = LineContext.of_job(self.dbe, job_id)
+            runner = JobRunner(self.dbe, on_trial=lambda event: self._on_trial(event, stop, lines), stop=stop,
+                               executor_factory=factory, on_notice=lambda text: log_notice(job_id, text))
             outcome = runner.run(job_id)
         except NictuneError as exc:
             log.warning("job %s failed: %s", job_id, exc)
@@ -298,8 +303,9 @@ class JobManager:
         log.info("job %s: %s", job_id, message or "a worker is back: running")
         self.notifier.notify(job_id)
 
-    def _on_trial(self, event: TrialEvent, stop: threading.Event) -> None:
+    def _on_trial(self, event: TrialEvent, stop: threading.Event, lines: LineContext) -> None:
         self.notifier.notify(event.job_id)
+        log_trial(event, lines)
         if self.settings.trial_delay_s > 0 and event.source != "replayed":
             # Test-only pacing; waiting on `stop` keeps cancel and shutdown prompt.
             stop.wait(self.settings.trial_delay_s)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import sys
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 import typer
 from rich.console import Console
@@ -21,6 +23,39 @@ from nictune.measure._base import METRICS, Testbed
 # Styles go through ``style=`` or :class:`rich.text.Text`.
 console = Console(markup=False)
 err_console = Console(stderr=True, markup=False)
+
+
+#: How a command shows its progress: a live display (stdout is a terminal), one plain line per
+#: step (it is not: a pipe, a CI log, systemd), nothing (``--quiet``), or nothing but one JSON
+#: document at the end (``--json``).
+OutputMode = Literal["live", "lines", "quiet", "json"]
+
+QUIET_OPTION = typer.Option(False, "--quiet", "-q", help="Print only the result: no progress display or lines.")
+
+
+def output_mode(*, quiet: bool = False, json_out: bool = False) -> OutputMode:
+    """The :data:`OutputMode` of a command run now (``--json`` wins over ``--quiet``)."""
+    if json_out:
+        return "json"
+    if quiet:
+        return "quiet"
+    return "live" if console.is_terminal else "lines"
+
+
+def plain_line(text: str) -> None:
+    """``text`` as one line on stdout, unstyled and unwrapped, flushed at once (a ``tee``
+    or a log follower sees it now, not when a buffer fills).
+
+    Raises:
+        KeyboardInterrupt: whoever read stdout is gone (``| head``, a killed ``tee``): the
+            command stops as after Ctrl-C (a job ends interrupted, resumable, and says so on
+            stderr), and nothing more is written to the closed pipe.
+    """
+    try:
+        print(text, file=sys.stdout, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush must not fail too
+        raise KeyboardInterrupt from None
 
 
 def print_error(text: str) -> None:

@@ -1,9 +1,11 @@
-"""``nictune optimize``: search a space for the best configuration, with a live progress display."""
+"""``nictune optimize``: search a space for the best configuration, with a live progress display
+on a terminal and one plain line per trial otherwise (a pipe, a CI log, systemd)."""
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +15,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from nictune.cli._common import (
+    QUIET_OPTION,
     SIM_NOTE,
+    OutputMode,
     console,
     err_console,
     fmt,
     on_command_line,
+    output_mode,
     parse_assignments,
+    plain_line,
     print_error,
     print_json,
 )
@@ -38,6 +44,7 @@ from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_header,
 from nictune.jobs.dryrun import dry_run_job
 from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE, INT32_MAX
 from nictune.jobs.stopping import check_stop_options, parse_duration
+from nictune.jobs.trial_log import LineContext, trial_line
 from nictune.measure.registry import DEFAULT_TESTBED
 from nictune.measure.workloads import WORKLOADS
 from nictune.optimizer import ENGINES, OBJECTIVES, get_objective
@@ -115,14 +122,17 @@ def optimize(
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Check the job and print what its first configurations would run on each "
                                       "host; store no job, change nothing, run no benchmark."),
+    quiet: bool = QUIET_OPTION,
 ) -> None:
     """Search for the configuration that best meets the objective, and remember every measurement.
 
     Ctrl-C stops after the trial in flight; resume with --resume JOB_ID. With --server the job
-    is submitted to a running nictune service and followed from here.
+    is submitted to a running nictune service and followed from here. When stdout is not a
+    terminal, each trial is one plain line (and so is each notice); --quiet prints only the result.
     """
     time_limit_s = parse_duration(time_limit) if time_limit is not None else None
     check_stop_options(time_limit_s, patience)
+    mode = output_mode(quiet=quiet, json_out=json_out)
     if server is not None:
         if resume is not None:
             raise InvalidInputError("--resume is for local jobs; the service resumes its own jobs",
@@ -136,7 +146,7 @@ def optimize(
             "repeats": repeats, "seed": seed, "noise": noise, "scenario": scenario, "duration_s": duration,
             "racing": racing, "warm_start": warm_start, "short_run_s": short_run, "short_risk": short_risk,
             "time_limit": time_limit_s, "patience": patience,
-        }, json_out)
+        }, mode)
         return
     if dry_run:
         if resume is not None or server is not None:
@@ -168,9 +178,8 @@ def optimize(
                        racing=racing, warm_start=warm_start, short_run_s=short_run, short_risk=short_risk,
                        time_limit_s=time_limit_s, patience=patience)
         job_id = create_job(dbe, spec)  # validates first: an error is the only thing printed
-        if testbed == DEFAULT_TESTBED and not json_out:
-            console.print(f"testbed: {DEFAULT_TESTBED} (default; {SIM_NOTE}). "
-                          "Use --testbed for a real pair.")
+        if testbed == DEFAULT_TESTBED:
+            _say(mode, f"testbed: {DEFAULT_TESTBED} (default; {SIM_NOTE}). Use --testbed for a real pair.")
     else:
         _check_resume_alone(ctx)
         job_id = resume
@@ -179,12 +188,11 @@ def optimize(
         raise InvalidInputError(f"--resume {job_id}: job {job_id} is already {info['state']}; nothing to resume "
                                 f"(see nictune history show {job_id}, or start a new job)", field="resume",
                                 allowed="an interrupted or failed job")
-    if not json_out:
-        console.print(f"job {job_id}: {info['engine']} on {info['testbed']}, workload {info['workload']}, "
-                      f"objective {', '.join(info['objectives'])}"
-                      + (f", constraints {', '.join(info['constraints'])}" if info["constraints"] else "")
-                      + f", budget {info['budget']}, seed {info['seed']}")
-    outcome = _run(dbe, job_id, info, quiet=json_out)
+    _say(mode, f"job {job_id}: {info['engine']} on {info['testbed']}, workload {info['workload']}, "
+               f"objective {', '.join(info['objectives'])}"
+               + (f", constraints {', '.join(info['constraints'])}" if info["constraints"] else "")
+               + f", budget {info['budget']}, seed {info['seed']}")
+    outcome = _run(dbe, job_id, info, mode)
     report = job_report(dbe, job_id)
     if json_out:
         print_json(_json_result(report))
@@ -207,7 +215,7 @@ def _remote_space(space: str | None) -> str | dict[str, Any] | None:
 
 
 #: What a resumed job may be told: where its database is and how to print.
-_RESUME_OPTIONS = {"resume", "db_url", "json_out"}
+_RESUME_OPTIONS = {"resume", "db_url", "json_out", "quiet"}
 
 
 def _check_resume_alone(ctx: typer.Context) -> None:
@@ -218,15 +226,58 @@ def _check_resume_alone(ctx: typer.Context) -> None:
         names = ", ".join(p.opts[0] for p in given)
         raise InvalidInputError(f"--resume continues the job as it was stored; {names} cannot change it "
                                 "(start a new job instead)", field="resume",
-                                allowed="--resume JOB_ID [--db URL] [--json]")
+                                allowed="--resume JOB_ID [--db URL] [--json] [--quiet]")
 
 
-def _run(dbe: Any, job_id: int, info: dict[str, Any], quiet: bool) -> Any:
-    objective = get_objective(info["objectives"][0])
+def _say(mode: OutputMode, text: str) -> None:
+    """A line of the job's account (its header): styled on a terminal, plain in a pipe, none
+    with --quiet or --json."""
+    if mode == "live":
+        console.print(text)
+    elif mode == "lines":
+        plain_line(text)
+
+
+def _notice(mode: OutputMode) -> Callable[[str], None]:
+    """Where the runner's notices go: stderr beside a live display, --quiet and --json (stdout
+    holds only the result); stdout, between the trial lines, in a pipe (a log has them in order)."""
+    if mode == "lines":
+        return plain_line
+    return lambda text: err_console.print(text)
+
+
+def _run(dbe: Any, job_id: int, info: dict[str, Any], mode: OutputMode) -> Any:
     stop = threading.Event()
+    if mode == "live":
+        return _run_live(dbe, job_id, info, stop)
+    on_trial = _print_trial_lines(LineContext.of_job(dbe, job_id)) if mode == "lines" else None
+    return _run_until_done(JobRunner(dbe, on_trial=on_trial, stop=stop, on_notice=_notice(mode)), job_id)
+
+
+def _print_trial_lines(context: LineContext) -> Callable[[TrialEvent], None]:
+    def on_trial(ev: TrialEvent) -> None:
+        plain_line(trial_line(ev, context))
+
+    return on_trial
+
+
+def _run_until_done(runner: JobRunner, job_id: int, live: Live | None = None) -> Any:
+    try:
+        if live is not None:
+            with live:
+                return runner.run(job_id)
+        return runner.run(job_id)
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted: resume with  nictune optimize --resume {job_id}")
+        raise typer.Exit(130) from None
+
+
+def _run_live(dbe: Any, job_id: int, info: dict[str, Any], stop: threading.Event) -> Any:
+    """The job with a live display: a progress bar, the best so far and the last trials."""
+    objective = get_objective(info["objectives"][0])
     progress = Progress(
         TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[best]}"),
-        TimeElapsedColumn(), console=console, disable=quiet, transient=False,
+        TimeElapsedColumn(), console=console, transient=False,
     )
     task = progress.add_task("trials", total=info["budget"], best="")
     recent: list[TrialEvent] = []
@@ -245,7 +296,7 @@ def _run(dbe: Any, job_id: int, info: dict[str, Any], quiet: bool) -> Any:
         grid.add_row(last)
         return grid
 
-    live = Live(view(), console=console, refresh_per_second=8, transient=True) if not quiet else None
+    live = Live(view(), console=console, refresh_per_second=8, transient=True)
 
     def on_trial(ev: TrialEvent) -> None:
         recent.append(ev)
@@ -255,18 +306,10 @@ def _run(dbe: Any, job_id: int, info: dict[str, Any], quiet: bool) -> Any:
         elif info["constraints"]:
             best = "nothing meets the constraints yet"
         progress.update(task, completed=ev.number + 1, best=best)
-        if live is not None:
-            live.update(view())
+        live.update(view())
 
-    runner = JobRunner(dbe, on_trial=on_trial, stop=stop, on_notice=lambda text: err_console.print(text))
-    try:
-        if live is not None:
-            with live:
-                return runner.run(job_id)
-        return runner.run(job_id)
-    except KeyboardInterrupt:
-        err_console.print(f"interrupted: resume with  nictune optimize --resume {job_id}")
-        raise typer.Exit(130) from None
+    runner = JobRunner(dbe, on_trial=on_trial, stop=stop, on_notice=_notice("live"))
+    return _run_until_done(runner, job_id, live)
 
 
 def _json_result(report: dict[str, Any]) -> dict[str, Any]:

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from nictune.cli._common import SIM_NOTE, console, err_console, fmt, print_error, print_json
+from nictune.cli._common import (
+    SIM_NOTE,
+    OutputMode,
+    console,
+    err_console,
+    fmt,
+    plain_line,
+    print_error,
+    print_json,
+)
 from nictune.cli.results import (
     changes_table,
     default_vs_best_table,
@@ -18,7 +28,11 @@ from nictune.cli.results import (
     print_short_runs,
     print_stop,
 )
-from nictune.optimizer import get_objective
+from nictune.errors import MeasurementError, NictuneError
+from nictune.jobs import TrialEvent
+from nictune.jobs.trial_log import LineContext, trial_line
+from nictune.optimizer import Goal, Score, get_objective
+from nictune.search_spaces import Configuration, SearchSpace, builtin_names, load_space, space_from_dict
 
 if TYPE_CHECKING:
     from nictune.api.client import Client
@@ -29,49 +43,20 @@ SERVER_OPTION = typer.Option(None, "--server", metavar="URL", envvar="NICTUNE_SE
 TOKEN_OPTION = typer.Option(None, "--token", envvar="NICTUNE_TOKEN", help="Bearer token for --server.")
 
 
-def optimize_remote(server: str, token: str | None, fields: dict[str, Any], json_out: bool) -> None:
-    """Submit a job to the service and follow it with the same progress display as a local run."""
+def optimize_remote(server: str, token: str | None, fields: dict[str, Any], mode: OutputMode) -> None:
+    """Submit a job to the service and follow it as a local run is shown: a live display on a
+    terminal, one plain line per trial in a pipe, nothing with --quiet or --json."""
     from nictune.api.client import Client
 
     with Client(server, token=token) as client:
         job = client.submit_job(**fields)
         job_id = job["id"]
-        objective = get_objective(job["objectives"][0])
-        if not json_out:
-            console.print(f"job {job_id} submitted to {server}: {job['engine']} on {job['testbed']}"
-                          + (f" ({SIM_NOTE})" if job.get("simulated") else "")
-                          + f", budget {job['budget']}")
-            for notice in job.get("notices") or []:
-                err_console.print(notice)
-        progress = Progress(TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=console,
-                            disable=json_out)
-        task = progress.add_task("trials", total=job["budget"], best="")
+        _announce(job, server, mode)
         try:
-            with progress:
-                waiting: str | None = None
-                for ev in client.follow_events(job_id):
-                    if not isinstance(ev.data, dict):
-                        continue
-                    if ev.event == "state":
-                        # Say when the job waits (a pool without a worker that takes its
-                        # requests) and when it runs again; the bar alone would just stop.
-                        state = ev.data.get("state")
-                        reason = ev.data.get("waiting_for") if state == "waiting" else None
-                        if reason and reason != waiting:
-                            progress.console.print(f"job {job_id}: {reason}")
-                        elif waiting and state == "running":
-                            progress.console.print(f"job {job_id}: a worker took it; running")
-                        waiting = reason
-                        continue
-                    if ev.event != "trial":
-                        continue
-                    data = ev.data
-                    best = data.get("best") or {}
-                    label = ""
-                    if best.get("metrics"):
-                        label = f"best {fmt(objective.value(best['metrics']))} {objective.unit}"
-                    progress.update(task, completed=int(data.get("number", 0)) + 1, best=label)
+            if mode == "live":
+                _follow_live(client, job)
+            else:
+                _follow_plain(client, job, mode, _line_context(job, fields.get("space")))
         except KeyboardInterrupt:  # the job is the service's: Ctrl-C only stops following it
             err_console.print(f"stopped following job {job_id}; it goes on on {server}. See it with: nictune "
                               f"history --server {server}; cancel it in the dashboard ({server}/#/jobs/{job_id}) or "
@@ -79,7 +64,7 @@ def optimize_remote(server: str, token: str | None, fields: dict[str, Any], json
             raise typer.Exit(130) from None
         final = client.get_job(job_id)
         default = _default_trial(client, job_id)
-    if json_out:
+    if mode == "json":
         # Both keys (`id`, `job_id`) and the default's figures, as the local document has them.
         print_json({"job_id": final["id"], **final, "default": default})
     else:
@@ -88,6 +73,123 @@ def optimize_remote(server: str, token: str | None, fields: dict[str, Any], json
         if final.get("error"):
             print_error(f"job {job_id} {final['state']}: {final['error']}")
         raise typer.Exit(1)
+
+
+def _announce(job: dict[str, Any], server: str, mode: OutputMode) -> None:
+    """The job's header and the service's notices: styled on a terminal, plain lines in a pipe,
+    the notices alone on stderr with --quiet, nothing with --json."""
+    if mode == "json":
+        return
+    notices = [str(n) for n in job.get("notices") or []]
+    if mode == "quiet":
+        for notice in notices:
+            err_console.print(notice)
+        return
+    header = (f"job {job['id']} submitted to {server}: {job['engine']} on {job['testbed']}"
+              + (f" ({SIM_NOTE})" if job.get("simulated") else "") + f", budget {job['budget']}")
+    if mode == "lines":
+        for text in (header, *notices):
+            plain_line(text)
+        return
+    console.print(header)
+    for notice in notices:
+        err_console.print(notice)
+
+
+def _state_change(data: dict[str, Any], waiting: str | None) -> tuple[str | None, str | None]:
+    """What to say of a ``state`` event (``None``: nothing), and what the job waits for now.
+
+    Say when the job waits (a pool without a worker that takes its requests) and when it runs
+    again; the bar or the lines alone would just stop."""
+    state = data.get("state")
+    reason = data.get("waiting_for") if state == "waiting" else None
+    job_id = data.get("job_id")
+    if reason and reason != waiting:
+        return f"job {job_id}: {reason}", reason
+    if waiting and state == "running":
+        return f"job {job_id}: a worker took it; running", reason
+    return None, reason
+
+
+def _follow_live(client: Client, job: dict[str, Any]) -> None:
+    """Follow the job's events with a progress bar and the best so far."""
+    objective = get_objective(job["objectives"][0])
+    progress = Progress(TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=console)
+    task = progress.add_task("trials", total=job["budget"], best="")
+    with progress:
+        waiting: str | None = None
+        for ev in client.follow_events(job["id"]):
+            if not isinstance(ev.data, dict):
+                continue
+            if ev.event == "state":
+                said, waiting = _state_change(ev.data, waiting)
+                if said:
+                    progress.console.print(said)
+                continue
+            if ev.event != "trial":
+                continue
+            data = ev.data
+            best = data.get("best") or {}
+            label = ""
+            if best.get("metrics"):
+                label = f"best {fmt(objective.value(best['metrics']))} {objective.unit}"
+            progress.update(task, completed=int(data.get("number", 0)) + 1, best=label)
+
+
+def _follow_plain(client: Client, job: dict[str, Any], mode: OutputMode, context: LineContext) -> None:
+    """Follow the job's events: one plain line per trial and per change of state (``lines``),
+    or silently to its end (``quiet``, ``json``)."""
+    waiting: str | None = None
+    for ev in client.follow_events(job["id"]):
+        if mode != "lines" or not isinstance(ev.data, dict):
+            continue
+        if ev.event == "state":
+            said, waiting = _state_change(ev.data, waiting)
+            if said:
+                plain_line(said)
+        elif ev.event == "trial":
+            plain_line(trial_line(_trial_event(ev.data, context.goal), context))
+
+
+def _line_context(job: dict[str, Any], space: str | dict[str, Any] | None) -> LineContext:
+    """What the trial lines of a service's job need: its goal, and its space (the definition
+    sent, else the built-in space of that name; unknown otherwise)."""
+    goal = Goal.from_names(list(job["objectives"]), list(job.get("constraints") or []))
+    found: SearchSpace | None = None
+    try:
+        if isinstance(space, dict):
+            found = space_from_dict(space)
+        elif job.get("space") in builtin_names():
+            found = load_space(job["space"])
+    except NictuneError:  # a space this client cannot read: the lines name no knobs
+        found = None
+    return LineContext(goal, found, bool(job.get("simulated")))
+
+
+def _trial_event(data: dict[str, Any], goal: Goal) -> TrialEvent:
+    """A ``trial`` event of the service's stream as the loop's :class:`TrialEvent`."""
+    metrics = _floats(data.get("metrics"))
+    failed = data.get("state") == "failed" or not metrics
+    try:
+        score = Score.failed() if failed else goal.score(metrics)
+    except MeasurementError:
+        score = Score.failed()
+    config = replace(Configuration.from_values(dict(data.get("config") or {})),
+                     hash=str(data.get("config_hash") or ""))
+    best = data.get("best") or {}
+    seconds = data.get("seconds")
+    return TrialEvent(
+        job_id=int(data.get("job_id", 0)), number=int(data.get("number", 0)), budget=int(data.get("budget", 0)),
+        config=config, source="failed" if data.get("state") == "failed" else str(data.get("source")),
+        metrics=metrics, score=score, best_number=best.get("number"), best_metrics=_floats(best.get("metrics")),
+        error=data.get("error"), seconds=float(seconds) if seconds is not None else None,
+    )
+
+
+def _floats(metrics: dict[str, Any] | None) -> dict[str, float]:
+    """The stream's metrics without its nulls (a metric the testbed does not measure)."""
+    return {k: float(v) for k, v in (metrics or {}).items() if v is not None}
 
 
 def _default_trial(client: Client, job_id: int) -> dict[str, Any] | None:

@@ -56,6 +56,9 @@ class TrialEvent:
     told: dict[str, float] | None = None
     #: Short runs first: the short run's figures and whether it earned the full run.
     short: dict[str, Any] | None = None
+    #: Wall seconds the trial took here (its measurement; the cache look-up for a cache hit);
+    #: a replayed trial's as stored, ``None`` when unknown.
+    seconds: float | None = None
 
     @property
     def told_metrics(self) -> dict[str, float]:
@@ -176,6 +179,7 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
     Returns ``None`` when the trial never started (the job stopped while it waited for a
     testbed): it is removed again, and a resumed job runs it.
     """
+    began = time.monotonic()
     with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
         job = db.get_job(s, ctx.job_id)
         row = db.get_or_create_configuration(s, config.hash, config.canonical_json)
@@ -190,7 +194,7 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
             race.add(config, number, trial.id, cached)
             metrics = dict(summary["metrics"])
             return TrialEvent(ctx.job_id, number, ctx.budget, config, "cache", metrics, ctx.score(metrics),
-                              None, {})
+                              None, {}, seconds=time.monotonic() - began)
         trial_id = trial.id
     # Short runs first, once there is an incumbent to compare with (before, a short run
     # could only earn its full run).
@@ -205,7 +209,7 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
         _withdrawn(ctx, trial_id)
         return None
     except MeasurementError as exc:
-        return _failed(ctx, number, config, trial_id, exc)
+        return _failed(ctx, number, config, trial_id, exc, started)
     samples = list(result.samples)
     summary = summary_of(ctx.goal, [smp.metrics for smp in samples])
     summary["told"] = summary["metrics"]
@@ -221,7 +225,7 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
         race.runs[config.hash] = 1
     metrics = dict(summary["metrics"])
     return TrialEvent(ctx.job_id, number, ctx.budget, config, "measured", metrics, ctx.score(metrics), None,
-                      {}, runs=len(samples))
+                      {}, runs=len(samples), seconds=summary["seconds"])
 
 
 def _count(job: db.Job, workload: Workload, runs: int, *, short: bool = False, measured: bool = True) -> None:
@@ -242,7 +246,8 @@ def _withdrawn(ctx: JobContext, trial_id: int) -> None:
         db.reset_running_trials(s, ctx.job_id, [trial_id])
 
 
-def _failed(ctx: JobContext, number: int, config: Configuration, trial_id: int, exc: Exception) -> TrialEvent:
+def _failed(ctx: JobContext, number: int, config: Configuration, trial_id: int, exc: Exception,
+            started: float) -> TrialEvent:
     with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
         failed = s.get(db.Trial, trial_id)
         assert failed is not None
@@ -250,7 +255,7 @@ def _failed(ctx: JobContext, number: int, config: Configuration, trial_id: int, 
         job = db.get_job(s, ctx.job_id)
         job.stats["failed"] = job.stats.get("failed", 0) + 1
     return TrialEvent(ctx.job_id, number, ctx.budget, config, "failed", {}, Score.failed(), None, {},
-                      error=str(exc))
+                      error=str(exc), seconds=time.monotonic() - started)
 
 
 def _screened(ctx: JobContext, race: Race, number: int, config: Configuration, trial_id: int,
@@ -278,7 +283,7 @@ def _screened(ctx: JobContext, race: Race, number: int, config: Configuration, t
             _withdrawn(ctx, trial_id)
             return None
         except MeasurementError as exc:
-            return _failed(ctx, number, config, trial_id, exc)
+            return _failed(ctx, number, config, trial_id, exc, started)
         short_samples, snapshot, notes = list(result.samples), dict(result.snapshot), list(result.notes)
         short_metrics = [dict(smp.metrics) for smp in short_samples]
         if ctx.goal.objective.metric in RATE_METRICS:  # the intervals are iperf3's rates
@@ -303,7 +308,7 @@ def _screened(ctx: JobContext, race: Race, number: int, config: Configuration, t
         _withdrawn(ctx, trial_id)
         return None
     except MeasurementError as exc:
-        return _failed(ctx, number, config, trial_id, exc)
+        return _failed(ctx, number, config, trial_id, exc, started)
     samples = list(result.samples)
     summary = summary_of(ctx.goal, [smp.metrics for smp in samples])
     summary["told"] = summary["metrics"]
@@ -326,7 +331,7 @@ def _screened(ctx: JobContext, race: Race, number: int, config: Configuration, t
         race.runs[config.hash] = 2
     metrics = dict(summary["metrics"])
     return TrialEvent(ctx.job_id, number, ctx.budget, config, "measured", metrics, ctx.score(metrics), None,
-                      {}, runs=len(samples), short=short_info)
+                      {}, runs=len(samples), short=short_info, seconds=summary["seconds"])
 
 
 #: Objectives whose per-interval stability iperf3 reports (its intervals are rates).
@@ -366,7 +371,8 @@ def _keep_short(ctx: JobContext, number: int, config: Configuration, trial_id: i
             job.stats["cached"] = job.stats.get("cached", 0) + 1
         job.stats["screened"] = job.stats.get("screened", 0) + 1
     return TrialEvent(ctx.job_id, number, ctx.budget, config, "measured" if short_samples else "cache",
-                      dict(summary["metrics"]), ctx.score(told), None, {}, runs=0, told=told, short=short_info)
+                      dict(summary["metrics"]), ctx.score(told), None, {}, runs=0, told=told, short=short_info,
+                      seconds=summary["seconds"])
 
 
 def remeasure(ctx: JobContext, race: Race, config_hash: str, runs: int) -> int:

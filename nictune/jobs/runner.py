@@ -490,10 +490,11 @@ class JobRunner:
         engine = prep.engine
         ctx, done, warm_info, rules = self._context(job_id, prep)
         race = Race()
-        first = self._warm_start(ctx, prep, warm_info)
         number = 0
         streak = _FailureStreak()
         try:
+            # Inside: a stop while its notice is printed (Ctrl-C, a closed pipe) ends the job interrupted.
+            first = self._warm_start(ctx, prep, warm_info)
             # Replayed trials: their samples seed the race, their told metrics the engine.
             self._restore_race(ctx, race, done)
             while number < ctx.budget and not engine.finished:
@@ -632,8 +633,10 @@ class JobRunner:
         if state == "failed" or not summary:
             return TrialEvent(ctx.job_id, number, ctx.budget, config, "failed", {}, Score.failed(), None, {})
         told = dict(summary.get("told") or summary["metrics"])
+        seconds = summary.get("seconds")
         return TrialEvent(ctx.job_id, number, ctx.budget, config, "replayed" if source == "measured" else "cache",
-                          dict(summary["metrics"]), ctx.score(told), None, {}, told=told)
+                          dict(summary["metrics"]), ctx.score(told), None, {}, told=told,
+                          seconds=float(seconds) if seconds is not None else None)
 
     def _final_race(self, ctx: JobContext, race: Race, rules: StopRules) -> bool:
         """Measure the best few configurations once more, then the recommended one until it

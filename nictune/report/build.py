@@ -10,8 +10,10 @@ import base64
 import html
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +62,14 @@ class Report:
     simulated: bool = False
 
 
+#: Told each stage of :func:`build_report` as it starts (``"drawing figure convergence"``).
+Progress = Callable[[str], None]
+
+
+def _silent(stage: str) -> None:
+    """The default :data:`Progress`: nobody is told."""
+
+
 def _png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
@@ -89,11 +99,13 @@ def _table(rows: list[tuple[str, str]]) -> str:
     return f"<table class=kv>{body}</table>"
 
 
-def _figures(job: JobData, importance: Importance, notes: list[str]) -> list[Section]:
+def _figures(job: JobData, importance: Importance, notes: list[str], progress: Progress) -> list[Section]:
     sections: list[Section] = []
     sim = " Simulated testbed: a model, not hardware." if job.simulated else ""
 
-    def add(name: str, title: str, caption: str, fig: Figure | None, why_not: str) -> None:
+    def add(name: str, title: str, caption: str, draw: Callable[[], Figure | None], why_not: str) -> None:
+        progress(f"drawing figure {name}")
+        fig = draw()
         if fig is None:
             notes.append(f"no {title.lower()} figure: {why_not}")
             return
@@ -103,17 +115,17 @@ def _figures(job: JobData, importance: Importance, notes: list[str]) -> list[Sec
     add("convergence", "Convergence",
         f"{o.label} of every completed trial (grey; crosses break a constraint), the best so far "
         f"(red) and the default configuration's value (dashed).",
-        figures.convergence(job), "no completed trial")
+        lambda: figures.convergence(job), "no completed trial")
     add("default_vs_best", "Default vs best",
         "Every metric of the default and the best configuration: mean over the repeats, "
         "min..max as error bars, each repeat as a dot (log axis where the two differ by >1000x).",
-        figures.default_vs_best(job), "no completed trial")
+        lambda: figures.default_vs_best(job), "no completed trial")
     if importance.scores:
         add("importance", "Knob importance",
             f"{importance.method}, {importance.trials} trials: the share of the variance of the "
             f"{o.label} each knob explains. Computed from this job's trials, which the engine chose "
             "unevenly: a knob the search settled early can look less important than it is.",
-            figures.importance_bars(job, importance), "")
+            lambda: figures.importance_bars(job, importance), "")
     else:
         notes.append(f"no knob importance figure: {importance.reason}")
     knobs = figures.effect_knobs(job, importance)
@@ -121,11 +133,11 @@ def _figures(job: JobData, importance: Importance, notes: list[str]) -> list[Sec
         f"{o.label} of every trial against the value of "
         + ("each important knob" if importance.scores else "each knob the best configuration changed")
         + " (bar: median; diamond: default; star: best).",
-        figures.knob_effects(job, knobs), "no knob to show")
+        lambda: figures.knob_effects(job, knobs), "no knob to show")
     if len(job.goal.objectives) >= 2:
         add("pareto", "Pareto front",
             "Feasible trials on the first two objectives; the non-dominated ones are joined in red.",
-            figures.pareto(job), "no feasible trial")
+            lambda: figures.pareto(job), "no feasible trial")
     if job.info.get("engine") == "ofat":
         rounds = [r for r in ofat_rounds(job) if len(r.profiles) >= 2]
         if not rounds:
@@ -135,7 +147,7 @@ def _figures(job: JobData, importance: Importance, notes: list[str]) -> list[Sec
                 "As in the 40 GbE study: each profile is one one-factor change of the round's center "
                 f"(red); min, median and max over the repeats; loss on a log axis (0 drawn at "
                 f"{figures.LOSS_FLOOR:g} %).",
-                figures.ofat_profiles(job, rnd), "")
+                partial(figures.ofat_profiles, job, rnd), "")
         if len(rounds) > MAX_OFAT_ROUNDS:
             notes.append(f"one-factor rounds after {MAX_OFAT_ROUNDS} are not drawn ({len(rounds)} rounds)")
     return sections
@@ -277,19 +289,26 @@ def render_html(job: JobData, sections: list[Section], importance: Importance, n
 """
 
 
-def build_report(dbe: DbEngine, job_id: int, out_dir: Path) -> Report:
+def build_report(dbe: DbEngine, job_id: int, out_dir: Path, progress: Progress | None = None) -> Report:
     """Write ``report.html`` and one PNG per figure of job ``job_id`` into ``out_dir``.
+
+    ``progress`` is told each stage as it starts (loading the job, each figure, writing the
+    files), for a display or a log.
 
     Raises:
         NotFoundError: there is no such job.
         InvalidInputError: ``out_dir`` cannot be created or written.
         StorageError: the database failed.
     """
+    say = progress or _silent
+    say("loading the job")
     job = load_job(dbe, job_id)
+    say("computing knob importance")
     importance = knob_importance(job)
     notes: list[str] = [str(n) for n in job.info.get("notices") or []]  # what the job itself said
-    sections = _figures(job, importance, notes)
+    sections = _figures(job, importance, notes, say)
     page = render_html(job, sections, importance, notes)
+    say(f"writing report.html and {len(sections)} PNG files to {out_dir}")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         written: dict[str, Path] = {}
@@ -305,4 +324,4 @@ def build_report(dbe: DbEngine, job_id: int, out_dir: Path) -> Report:
     return Report(html=html_path, figures=written, notes=notes, simulated=job.simulated)
 
 
-__all__ = ["Report", "build_report", "render_html"]
+__all__ = ["Progress", "Report", "build_report", "render_html"]

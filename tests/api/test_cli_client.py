@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from nictune import db
 from nictune.measure.registry import open_testbed
 from nictune.measure.workloads import get_workload
 from nictune.search_spaces import load_space
+from tests.cli.test_piped_output import ANSI, TRIAL
 from tests.processes import interrupt
 
 from .server import running_server
@@ -104,13 +106,17 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         assert hopeless.returncode == 0, hopeless.stderr
         assert "no configuration met every constraint" in " ".join(hopeless.stdout.split())
         assert "knobs that differ from the default" in " ".join(hopeless.stdout.split())
+        # In a pipe, one plain line per trial came first (tests/cli/test_piped_output.py).
+        assert [line.split(" trial ")[0] for line in hopeless.stdout.splitlines() if line.startswith("[")] == [
+            f"[{n}/4]" for n in range(1, 5)]
+        assert "| best: nothing meets the constraints yet |" in hopeless.stdout
         # Its default was measured by the first job (a warm start reused it): the table of
         # default vs best shows those figures, as the local report does.
-        row = next(line for line in hopeless.stdout.splitlines() if "throughput_gbps" in line)
+        row = next(line for line in hopeless.stdout.splitlines() if line.startswith("│") and "throughput_gbps" in line)
         assert [cell.strip() != "-" for cell in row.split("│")[1:-1]] == [True, True, True], hopeless.stdout
-        # The service's notice about the model (its space's tx_ring changes nothing) reaches the user.
-        assert "sim:benson-40g is a model with no term for tx_ring (space benson-40g)" in " ".join(
-            hopeless.stderr.split()), hopeless.stderr
+        # The service's notice about the model (its space's tx_ring changes nothing) reaches the user
+        # (in a pipe, as a line of stdout, before the trials).
+        assert "sim:benson-40g is a model with no term for tx_ring (space benson-40g)" in hopeless.stdout
         best = cli("history", "best", "-t", "sim:benson-40g", "-w", "tcp", "-o", "throughput", "--top", "1",
                    "--server", server.url, "--token", token, "--json", env_db=db_url)
         assert best.returncode == 0, best.stderr
@@ -172,6 +178,52 @@ def test_ctrl_c_stops_following_a_server_job_and_says_it_goes_on(db_url: str, tm
         assert f"POST {server.url}/v1/jobs/{job_id}/cancel" in said
         assert api.get_job(job_id)["state"] == "running"
         api.cancel_job(job_id)
+
+
+def _first_trial_line(process: subprocess.Popen[bytes], timeout: float = 60.0) -> str:
+    """Read ``process``'s stdout as it comes until a trial line is complete; return it."""
+    seen, deadline = b"", time.monotonic() + timeout
+    while (line := next((x for x in seen.split(b"\n")[:-1] if x.startswith(b"[")), None)) is None:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0 and select.select([process.stdout], [], [], remaining)[0], seen
+        chunk = os.read(process.stdout.fileno(), 65536)  # type: ignore[union-attr]
+        assert chunk, f"stdout closed before a trial line: {seen!r}"
+        seen += chunk
+    return line.decode()
+
+
+def test_optimize_server_in_a_pipe_prints_each_trial_as_it_ends(db_url: str, tmp_path: Path) -> None:
+    """`optimize --server | tee log`: a line per trial, each as soon as the service reports the
+    trial (flushed, not when a buffer fills or the job ends); --quiet prints only the result."""
+    from nictune.api.client import Client
+
+    token = cli_token(db_url, "submit", "cli")
+    env = {**os.environ, "NICTUNE_DB": "sqlite:////nonexistent/not-used.db", "COLUMNS": "100"}
+    with running_server(db_url, tmp_path / "server.log", env={"NICTUNE_API_TRIAL_DELAY_S": "0.3"}) as server, \
+            Client(server.url, token) as api:
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "nictune", "optimize", "-o", "throughput", "-b", "8", "--seed", "3",
+             "--server", server.url, "--token", token], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        try:
+            first = _first_trial_line(follower)
+            running = api.list_jobs()["items"][0]
+            out, err = follower.communicate(timeout=120)
+        finally:
+            if follower.poll() is None:
+                follower.kill()
+                follower.wait()
+        assert running["progress"]["done"] < 8, "the first line came while the job still ran"
+        assert follower.returncode == 0, err
+        lines = [first, *out.decode().splitlines()]
+        trials = [m for m in map(TRIAL.match, lines) if m]
+        assert [int(m["done"]) for m in trials] == list(range(1, 9)), lines
+        assert len([line for line in lines if line.startswith("[")]) == 8 and not ANSI.search(out.decode())
+        assert any(line.startswith(f"job {running['id']} completed: 8 trials") for line in lines)
+        quiet = cli("optimize", "-o", "throughput", "-b", "3", "--seed", "4", "--server", server.url, "--token",
+                    token, "--quiet", env_db=db_url)
+        assert quiet.returncode == 0, quiet.stderr
+        assert quiet.stdout.startswith(f"job {running['id'] + 1} completed: 3 trials"), quiet.stdout
+        assert not any(line.startswith("[") for line in quiet.stdout.splitlines())
 
 
 def test_history_through_the_service_reads_past_one_page(db_url: str, tmp_path: Path) -> None:
