@@ -160,7 +160,8 @@ class Client:
                    repeats: int | None = None, seed: int | None = None, noise: float | None = None,
                    scenario: str | None = None, duration_s: float | None = None, racing: bool | None = None,
                    warm_start: bool | None = None, time_limit: float | str | None = None,
-                   patience: int | None = None) -> dict[str, Any]:
+                   patience: int | None = None, short_run_s: float | None = None,
+                   short_risk: float | None = None) -> dict[str, Any]:
         """Submit a job (``POST /v1/jobs``); returns the job (``id``, ``state``, ``links`` ...)."""
         body = _params({
             "testbed": testbed, "objectives": [objectives] if isinstance(objectives, str) else list(objectives),
@@ -169,6 +170,7 @@ class Client:
             "engine_params": dict(engine_params) if engine_params else None, "budget": budget,
             "repeats": repeats, "seed": seed, "noise": noise, "scenario": scenario, "duration_s": duration_s,
             "racing": racing, "warm_start": warm_start, "time_limit": time_limit, "patience": patience,
+            "short_run_s": short_run_s, "short_risk": short_risk,
         })
         return self._json("POST", "/v1/jobs", json=body)
 

@@ -82,6 +82,10 @@ def trial_line(event: TrialEvent, context: LineContext) -> str:
     head = f"[{event.number + 1}/{event.budget}] trial {event.number} {event.config.short_hash} {event.source}"
     if context.simulated:
         head += " (simulated)"
+    short = event.short or {}
+    if short:  # short runs first: left at its short run, or promoted to a full one
+        head += (f" [short {short.get('duration_s', 0):g} s -> full run]" if short.get("promoted")
+                 else f" [left at its {short.get('duration_s', 0):g} s short run]")
     if event.seconds is not None:
         head += f" {seconds_text(event.seconds)}"
     if event.source == "failed" or not event.metrics:

@@ -77,3 +77,13 @@ def test_constraints_show_their_metric_what_breaks_and_no_best_before_one_holds(
 def test_a_line_without_the_space_names_no_knobs() -> None:
     line = trial_line(event(config(mtu=9000)), LineContext(Goal.from_names("throughput"), None))
     assert line.endswith("| changes: unknown (space not known here)")
+
+
+
+def test_a_short_run_says_whether_it_earned_its_full_run() -> None:
+    """Short runs first (issue 29): the line says which trials stayed at their short run."""
+    base = event(config(mtu=9000))
+    base.short = {"duration_s": 2.0, "promoted": False}
+    assert " measured [left at its 2 s short run] 31.4 s | " in trial_line(base, THROUGHPUT)
+    base.short = {"duration_s": 2.0, "promoted": True}
+    assert " measured [short 2 s -> full run] 31.4 s | " in trial_line(base, THROUGHPUT)
