@@ -11,8 +11,8 @@ testbed, which is a model: its figures are not measurements. What the benchmark 
 
 * **measurement seconds**: the benchmark seconds of every run the job made (warm-up left out
   by ``-O`` plus the measured part, short and full runs alike, the final race included), plus
-  ``--overhead`` seconds per run for apply, reachability check and restore (1.4 s: the wall
-  time of a 1 s veth run with 1 s warm-up was 3.4 s, ``bench/fidelity_calibrate.py``);
+  ``--overhead`` seconds per run for apply, reachability check and restore (1.4 s: a veth
+  run's wall time was its duration + warm-up + 1.3-1.4 s, ``bench/data/fidelity/README.md``);
 * **seconds to 2 %**: the measurement seconds spent when the job's recommendation (its best so
   far, feasible on its mean, as the progress line shows it) was first within 2 % of the
   scenario's optimum, scored noise-free (``Landscape.clean``);
@@ -56,7 +56,7 @@ from nictune.optimizer import Goal  # noqa: E402
 from nictune.search_spaces import Configuration, load_space  # noqa: E402
 
 OUT = ROOT / "bench" / "out" / "fidelity"
-#: Seconds per run for apply, reachability check and restore (veth, bench/fidelity_calibrate.py).
+#: Seconds per run for apply, reachability check and restore (veth: 1.3-1.4 s, bench/data/fidelity/README.md).
 OVERHEAD_S = 1.4
 WITHIN = 0.02
 
@@ -95,7 +95,7 @@ def parse_variant(text: str) -> dict[str, Any]:
         if key not in names:
             raise SystemExit(f"unknown variant part {part!r}: use {', '.join(names)} or full")
         field, kind = names[key]
-        out[field] = kind(value)  # type: ignore[operator]
+        out[field] = kind(value)
     return out
 
 

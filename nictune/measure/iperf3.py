@@ -69,6 +69,12 @@ def server_argv(port: int, idle_timeout: int, cpus: str | None = None) -> list[s
     return _pinned(argv, cpus)
 
 
+#: Runs shorter than this report every :data:`SHORT_INTERVAL_S` seconds instead of every
+#: second (iperf3 ``-i``), so a 2 s screening run has four intervals to judge its stability by.
+SHORT_INTERVALS_BELOW_S = 5.0
+SHORT_INTERVAL_S = 0.5
+
+
 def client_argv(
     workload: Workload, address: str, port: int, cpus: str | None = None
 ) -> list[str]:
@@ -76,6 +82,8 @@ def client_argv(
     check_int("streams", workload.streams, 1, 128)
     argv = ["iperf3", "-c", check_token("address", address), "-p", str(port), "-J"]
     argv += ["-t", f"{float(workload.duration_s):g}", "-O", f"{float(workload.omit_s):g}"]
+    if workload.duration_s < SHORT_INTERVALS_BELOW_S:  # a short run: enough intervals to judge its stability
+        argv += ["-i", f"{SHORT_INTERVAL_S:g}"]
     if workload.protocol == "udp":
         rate = workload.bitrate_gbps
         argv += ["-u", "-b", str(int(rate * 1e9)) if rate else "0"]

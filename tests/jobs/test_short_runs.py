@@ -110,11 +110,12 @@ def test_short_runs_are_refused_where_they_cannot_work(engine: Engine) -> None:
         assert err.value.field == field, (change, err.value)
 
 
-def test_the_model_measures_a_short_run_lower_as_the_job_sees_it() -> None:
-    """What the bias estimate in the job learns: on the model a 2 s TCP run reads below a 10 s one."""
+def test_the_model_measures_a_short_run_higher_as_the_job_sees_it() -> None:
+    """What the bias estimate in the job learns: on the model a 2 s TCP run reads above a 10 s
+    one (the warm-up transient short veth runs showed), and the job's bias estimate is below 1."""
     bed = SimTestbed(PROFILES["sim:benson-40g"], noise=0)
     space = load_space("benson-40g")
     settings = space.settings(space.profile("baseline"))
     short = bed.measure(settings, get_workload("tcp", duration_s=2), 1, 0).samples[0].metrics
     full = bed.measure(settings, get_workload("tcp"), 1, 0).samples[0].metrics
-    assert short["throughput_gbps"] < full["throughput_gbps"]
+    assert short["throughput_gbps"] > full["throughput_gbps"]

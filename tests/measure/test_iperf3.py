@@ -139,11 +139,25 @@ def test_command_lines() -> None:
     wl = Workload("u", "udp", streams=2, length=1472, bitrate_gbps=2.5, duration_s=3, omit_s=1)
     assert client_argv(wl, "10.0.0.2", 5201, "2-3") == [
         "taskset", "-c", "2-3", "iperf3", "-c", "10.0.0.2", "-p", "5201", "-J", "-t", "3",
-        "-O", "1", "-u", "-b", "2500000000", "-l", "1472", "-P", "2",
+        "-O", "1", "-i", "0.5", "-u", "-b", "2500000000", "-l", "1472", "-P", "2",
     ]  # fmt: skip
+    # A run of 5 s or more reports every second, iperf3's default; a shorter one every half second.
+    assert "-i" not in client_argv(Workload("t", "tcp", duration_s=10), "10.0.0.2", 5201)
     assert server_argv(5201, 20) == [
         "iperf3", "-s", "-1", "-p", "5201", "--idle-timeout", "20", "-J"
     ]
+
+
+def test_intervals_leave_the_omitted_warm_up_out() -> None:
+    """Issue 29: the per-interval rates a short run is judged by; iperf3 marks the ``-O`` ones."""
+    from nictune.measure.iperf3 import interval_rates
+
+    data = {"intervals": [{"sum": {"bits_per_second": 1e9, "seconds": 0.5, "omitted": True}},
+                          {"sum": {"bits_per_second": 9e9, "seconds": 0.5, "omitted": False}},
+                          {"sum": {"bits_per_second": 11e9, "seconds": 0.5}},
+                          {"sum": {"bits_per_second": 5e9, "seconds": 0.0}}]}
+    assert interval_rates(data) == [9.0, 11.0]
+    assert interval_rates({}) == []
 
 
 def test_parse_reports_iperf3_errors() -> None:
