@@ -133,6 +133,9 @@ def optimize(
     time_limit_s = parse_duration(time_limit) if time_limit is not None else None
     check_stop_options(time_limit_s, patience)
     mode = output_mode(quiet=quiet, json_out=json_out)
+    if dry_run and (resume is not None or server is not None):
+        raise InvalidInputError("--dry-run plans a new local job; it cannot go with --resume or --server",
+                                field="dry_run", allowed="--dry-run without --resume and --server")
     if server is not None:
         if resume is not None:
             raise InvalidInputError("--resume is for local jobs; the service resumes its own jobs",
@@ -148,24 +151,7 @@ def optimize(
             "time_limit": time_limit_s, "patience": patience,
         }, mode)
         return
-    if dry_run:
-        if resume is not None or server is not None:
-            raise InvalidInputError("--dry-run plans a new local job; it cannot go with --resume or --server",
-                                    field="dry_run", allowed="--dry-run without --resume and --server")
-        if not objective:
-            raise InvalidInputError("--objective is required", field="objective", allowed=", ".join(OBJECTIVES))
-        for name in objective:
-            get_objective(name)
-        plan = dry_run_job(JobSpec(
-            objectives=objective, testbed=testbed, workload=workload, space=space, engine=engine,
-            engine_params=_parse_params(param), constraints=constraint, budget=budget, repeats=repeats, seed=seed,
-            noise=noise, scenario=scenario, duration_s=duration, racing=racing, warm_start=warm_start))
-        if json_out:
-            print_json(plan.as_dict())
-        else:
-            print_dry_run(plan)
-        return
-    dbe = open_db(db_url)
+    spec = None
     if resume is None:
         if not objective:
             raise InvalidInputError("--objective is required (or --resume JOB_ID)", field="objective",
@@ -177,10 +163,21 @@ def optimize(
                        repeats=repeats, seed=seed, noise=noise, scenario=scenario, duration_s=duration,
                        racing=racing, warm_start=warm_start, short_run_s=short_run, short_risk=short_risk,
                        time_limit_s=time_limit_s, patience=patience)
+    if dry_run:
+        assert spec is not None
+        plan = dry_run_job(spec)
+        if json_out:
+            print_json(plan.as_dict())
+        else:
+            print_dry_run(plan)
+        return
+    dbe = open_db(db_url)
+    if spec is not None:
         job_id = create_job(dbe, spec)  # validates first: an error is the only thing printed
         if testbed == DEFAULT_TESTBED:
             _say(mode, f"testbed: {DEFAULT_TESTBED} (default; {SIM_NOTE}). Use --testbed for a real pair.")
     else:
+        assert resume is not None
         _check_resume_alone(ctx)
         job_id = resume
     info = job_header(dbe, job_id)  # the trials are read once, for the result

@@ -29,7 +29,7 @@ from nictune.errors import MeasurementError
 from nictune.executors import Executor, MeasurementWithdrawn, MeasureRequest
 from nictune.measure._base import Workload
 from nictune.optimizer import Goal, Score
-from nictune.optimizer.fidelity import Screen, ShortRunRule, interval_sigma
+from nictune.optimizer.fidelity import Calibration, Screen, ShortRunRule, interval_sigma
 from nictune.optimizer.pareto import MultiScore
 from nictune.optimizer.racing import OBJECTIVE, RacingPolicy
 from nictune.search_spaces import Configuration
@@ -198,13 +198,30 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
         trial_id = trial.id
     # Short runs first, once there is an incumbent to compare with (before, a short run
     # could only earn its full run).
-    if ctx.short is not None and race.incumbent_low(ctx.policy) is not None:
-        return _screened(ctx, race, number, config, trial_id, ctx.short)
-    started = time.monotonic()
+    incumbent_low = race.incumbent_low(ctx.policy) if ctx.short is not None else None
+    if ctx.short is not None and incumbent_low is not None:
+        return _screened(ctx, race, number, config, trial_id, ctx.short, incumbent_low)
     # With racing a configuration is run once here; the job's final race repeats the best.
-    runs = 1 if ctx.racing else ctx.repeats
+    return _full_run(ctx, race, number, config, trial_id, time.monotonic(), runs=1 if ctx.racing else ctx.repeats)
+
+
+@dataclass(frozen=True)
+class _ShortRun:
+    """What a promoted configuration's short run left: stored beside its full run."""
+
+    info: dict[str, Any]
+    samples: Sequence[Any]
+    notes: Sequence[Any]
+    workload: Workload
+
+
+def _full_run(ctx: JobContext, race: Race, number: int, config: Configuration, trial_id: int, started: float,
+              *, runs: int = 1, short: _ShortRun | None = None) -> TrialEvent | None:
+    """Measure ``config`` full length (``runs`` runs in one measurement), store the trial (with
+    its short run when it had one) and put it in the race."""
+    step = 1 if short is not None else 0  # the short run was step 0
     try:
-        result = ctx.executor.measure(_request(ctx, trial_id, number, 0, config, runs))
+        result = ctx.executor.measure(_request(ctx, trial_id, number, step, config, runs))
     except MeasurementWithdrawn:
         _withdrawn(ctx, trial_id)
         return None
@@ -214,18 +231,28 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
     summary = summary_of(ctx.goal, [smp.metrics for smp in samples])
     summary["told"] = summary["metrics"]
     summary["seconds"] = time.monotonic() - started
+    if short is not None:
+        summary["short"] = short.info
+    notes = [*(short.notes if short else ()), *result.notes]
     with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
         done_trial = s.get(db.Trial, trial_id)
         assert done_trial is not None
         db.complete_trial(s, done_trial, samples, "measured", summary, snapshot=dict(result.snapshot),
-                          notes=list(dict.fromkeys(result.notes)), duration_s=ctx.workload.duration_s)
-        _count(db.get_job(s, ctx.job_id), ctx.workload, len(samples))
+                          notes=list(dict.fromkeys(notes)), duration_s=ctx.workload.duration_s)
+        job = db.get_job(s, ctx.job_id)
+        _count(job, ctx.workload, len(samples))
+        if short is not None:
+            if short.samples:
+                db.add_measurements(s, done_trial, short.samples, summary, duration_s=short.workload.duration_s,
+                                    short=True)
+                _count(job, short.workload, len(short.samples), short=True, measured=False)
+            job.stats["promoted"] = job.stats.get("promoted", 0) + 1
     race.add(config, number, trial_id, [dict(smp.metrics) for smp in samples])
     with race.lock:
-        race.runs[config.hash] = 1
+        race.runs[config.hash] = step + 1
     metrics = dict(summary["metrics"])
     return TrialEvent(ctx.job_id, number, ctx.budget, config, "measured", metrics, ctx.score(metrics), None,
-                      {}, runs=len(samples), seconds=summary["seconds"])
+                      {}, runs=len(samples), short=short.info if short else None, seconds=summary["seconds"])
 
 
 def _count(job: db.Job, workload: Workload, runs: int, *, short: bool = False, measured: bool = True) -> None:
@@ -259,7 +286,7 @@ def _failed(ctx: JobContext, number: int, config: Configuration, trial_id: int, 
 
 
 def _screened(ctx: JobContext, race: Race, number: int, config: Configuration, trial_id: int,
-              rule: ShortRunRule) -> TrialEvent | None:
+              rule: ShortRunRule, incumbent_low: float) -> TrialEvent | None:
     """Short runs first: run ``config`` short (or reuse its earlier short run), then full length
     only when :meth:`ShortRunRule.screen` says it could still beat the incumbent.
 
@@ -292,54 +319,26 @@ def _screened(ctx: JobContext, race: Race, number: int, config: Configuration, t
     short_value = statistics.fmean([objective.oriented(m) for m in short_metrics])
     snap = race.snapshot()
     calibration = rule.calibrate(race.short_pairs(ctx.policy), ctx.policy.noise(snap)[OBJECTIVE].cv)
-    screen = rule.screen(short_value, race.incumbent_low(ctx.policy), calibration, within)
+    screen = rule.screen(short_value, incumbent_low, calibration, within)
     with race.lock:
         race.short[config.hash] = short_value
         race.configs.setdefault(config.hash, config)
         race.trial_id.setdefault(config.hash, trial_id)
         race.number.setdefault(config.hash, number)
-    short_info = _short_info(rule, short_value, ctx.goal, short_metrics, screen, calibration, bool(reused), within)
+    short_info = _short_info(rule, short_value, short_metrics, screen, calibration, bool(reused), within)
     if not screen.promote:
         return _keep_short(ctx, number, config, trial_id, short_samples, short_metrics, short_info, snapshot,
                            notes, screen, started)
-    try:
-        result = ctx.executor.measure(_request(ctx, trial_id, number, 1, config, 1))
-    except MeasurementWithdrawn:
-        _withdrawn(ctx, trial_id)
-        return None
-    except MeasurementError as exc:
-        return _failed(ctx, number, config, trial_id, exc, started)
-    samples = list(result.samples)
-    summary = summary_of(ctx.goal, [smp.metrics for smp in samples])
-    summary["told"] = summary["metrics"]
-    summary["seconds"] = time.monotonic() - started
-    summary["short"] = short_info
-    with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
-        done_trial = s.get(db.Trial, trial_id)
-        assert done_trial is not None
-        db.complete_trial(s, done_trial, samples, "measured", summary, snapshot=dict(result.snapshot),
-                          notes=list(dict.fromkeys([*notes, *result.notes])), duration_s=ctx.workload.duration_s)
-        if short_samples:
-            db.add_measurements(s, done_trial, short_samples, summary, duration_s=rule.short_s, short=True)
-        job = db.get_job(s, ctx.job_id)
-        _count(job, ctx.workload, len(samples))
-        if short_samples:
-            _count(job, short_wl, len(short_samples), short=True, measured=False)
-        job.stats["promoted"] = job.stats.get("promoted", 0) + 1
-    race.add(config, number, trial_id, [dict(smp.metrics) for smp in samples])
-    with race.lock:
-        race.runs[config.hash] = 2
-    metrics = dict(summary["metrics"])
-    return TrialEvent(ctx.job_id, number, ctx.budget, config, "measured", metrics, ctx.score(metrics), None,
-                      {}, runs=len(samples), short=short_info, seconds=summary["seconds"])
+    return _full_run(ctx, race, number, config, trial_id, started,
+                     short=_ShortRun(short_info, short_samples, notes, short_wl))
 
 
 #: Objectives whose per-interval stability iperf3 reports (its intervals are rates).
 RATE_METRICS = ("throughput_gbps", "packet_rate_mpps")
 
 
-def _short_info(rule: ShortRunRule, value: float, goal: Goal, metrics: Sequence[Metrics], screen: Screen,
-                calibration: Any, reused: bool, within: float) -> dict[str, Any]:
+def _short_info(rule: ShortRunRule, value: float, metrics: Sequence[Metrics], screen: Screen,
+                calibration: Calibration, reused: bool, within: float) -> dict[str, Any]:
     """What a trial keeps of its short run: its figures, the bound it was judged by, the calibration."""
     return {"duration_s": rule.short_s, "value": value, "metrics": Goal.mean_metrics(metrics),
             "reused": reused, "risk": rule.risk, "within_sigma": round(within, 5),

@@ -27,6 +27,10 @@ HUGE = "99999999999999999999"  # beyond every database's INTEGER
         (["optimize", "-o", "throughput", "--short-run", "10"], "a short run must last at least 0.5 s and less"),
         (["optimize", "-o", "throughput", "--short-run", "2", "--no-racing"], "short runs screen new configurations"),
         (["optimize", "-o", "throughput", "--short-run", "2", "--short-risk", "0.7"], "short-run risk must be"),
+        # A dry run checks what the job would be, options included, and never submits one.
+        (["optimize", "-o", "throughput", "--dry-run", "--short-run", "20"], "a short run must last at least"),
+        (["optimize", "-o", "throughput", "--dry-run", "--server", "http://127.0.0.1:1"],
+         "--dry-run plans a new local job"),
         (["optimize", "--objective", "throughput", "--seed", HUGE], "seed must be between 0 and 2147483647"),
         (["serve", "--log-level", "bogus"], "'bogus' is not one of"),
         # Given twice: the last one used to win silently (measure printed both).

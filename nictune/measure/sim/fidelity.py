@@ -21,9 +21,9 @@ Calibrated on real veth runs (``bench/fidelity_calibrate.py --repeats 5``, 2026-
 2-core machine, nothing else running; ``bench/data/fidelity/``): with 1 s of warm-up left out,
 runs of 1, 2, 4 and 10 s of the default and of a tuned configuration under ``tcp`` and
 ``udp-jumbo`` had a run-to-run coefficient of variation 1.35-1.8 times the 10 s one's at 1-2 s
-(default configuration; 0.7-1.0 times for the tuned one, whose 10 s runs had outliers), which
+(default configuration; 0.2-0.7 times for the tuned one, whose 10 s runs had outliers), which
 ``PERSISTENT_SHARE`` = 0.75 gives as 1.41 (2 s) and 1.80 (1 s); and they read on average 4.4 %
-(1 s), 3.9 % (2 s) and 3.0 % (4 s) above the 10 s runs (tuned: 6-12 %, default: -2.5 to +1 %),
+(1 s), 3.9 % (2 s) and 3.0 % (4 s) above the 10 s runs (tuned: +2 to +12 %, default: -2.5 to +1.2 %),
 which the transient term gives as 4.2 %, 3.1 % and 1.7 %. The slow-start term (60 % of the
 rate, 0.1 s) is an assumption, invisible on a veth pair with a warm-up left out; it is there so
 that ``omit_s`` 0 reads low as TCP does.
