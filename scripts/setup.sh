@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 need=()
 for tool in iperf3:iperf3 ethtool:ethtool ip:iproute2 ssh:openssh-client sshd:openssh-server \
-            taskset:util-linux flock:util-linux setpriv:util-linux ping:iputils-ping tc:iproute2 pgrep:procps chromium:chromium; do
+            taskset:util-linux flock:util-linux setpriv:util-linux ping:iputils-ping tc:iproute2 pgrep:procps chromium:chromium \
+            sockperf:sockperf; do
   bin=${tool%%:*}; pkg=${tool##*:}
   command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/sbin/$bin" ] || need+=("$pkg")
 done

@@ -71,7 +71,7 @@ class MeasureRequest:
         return space, space.configuration(dict(self.values), strict=True)
 
     def workload_obj(self) -> Workload:
-        return Workload(**dict(self.workload))
+        return Workload.from_definition(dict(self.workload))
 
 
 class MeasurementWithdrawn(MeasurementError):

@@ -32,7 +32,7 @@ from nictune.executors import Executor, LocalExecutor
 from nictune.jobs import warm
 from nictune.jobs.evaluate import JobContext, Race, TrialEvent, evaluate, remeasure, summary_of
 from nictune.jobs.stopping import StopRules, check_stop_options, stop_text
-from nictune.measure._base import METRICS, UNMEASURED, Workload, ignored_knobs_notice
+from nictune.measure._base import LATENCY_METRICS, METRICS, UNMEASURED, Workload, ignored_knobs_notice
 from nictune.measure.appliers.registry import check_space
 from nictune.measure.workloads import get_workload
 from nictune.optimizer import ENGINES, OBJECTIVES, Goal, Score, make_engine
@@ -221,8 +221,32 @@ def _check_fields(spec: JobSpec) -> tuple[Goal, Workload]:
     goal = Goal.from_names(list(spec.objectives), list(spec.constraints))
     _check_engine(spec.engine_name, [o.name for o in goal.objectives])
     workload = get_workload(spec.workload, scenario=spec.scenario, duration_s=spec.duration_s)
+    check_goal_workload(goal, workload)
     _check_short_runs(spec, workload, multi=len(goal.objectives) > 1)
     return goal, workload
+
+
+def check_goal_workload(goal: Goal, workload: Workload) -> None:
+    """Refuse a goal that reads a metric the workload does not measure (a latency objective
+    on a workload with no latency part, throughput on a latency-only one).
+
+    Raises:
+        InvalidInputError: naming ``objectives`` (or ``constraints``) and what would fit.
+    """
+    measured = set(workload.measures())
+    missing = sorted(goal.metrics() - measured)
+    if not missing:
+        return
+    what = ("has no latency part (sockperf)" if set(missing) & set(LATENCY_METRICS)
+            else "is latency only (no iperf3 run)")
+    message = f"workload {workload.name!r} {what}, so it cannot report {', '.join(missing)}"
+    if any(o.metric in missing or o.per in missing for o in goal.objectives):
+        fitting = [name for name, o in OBJECTIVES.items()
+                   if o.metric in measured and (o.per is None or o.per in measured)]
+        raise InvalidInputError(message, field="objectives",
+                                allowed=f"for this workload: {', '.join(fitting)}; or a workload that measures it")
+    raise InvalidInputError(message, field="constraints",
+                            allowed="constraints on " + ", ".join(m for m in METRICS if m in measured))
 
 
 def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactory | None = None) -> int:
@@ -437,7 +461,7 @@ class JobRunner:
                 f"job {job_id} was measured on a testbed with fingerprint {fingerprint}; "
                 f"{testbed_name} now reports {executor.fingerprint()}: results would not be comparable"
             )
-        workload = Workload(**wl_def)
+        workload = Workload.from_definition(wl_def)
         return Prepared(space, executor, workload, goal, engine)
 
     def run(self, job_id: int) -> JobOutcome:

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 Protocol = Literal["tcp", "udp"]
 Scenario = Literal["idle", "busy"]
+#: sockperf's request/response modes: ``ping-pong`` (the idle round trip, one message in
+#: flight) and ``under-load`` (messages sent at a fixed rate, a sample of them timed).
+LatencyMode = Literal["ping-pong", "under-load"]
 
 #: Metric names testbeds report (units in the name). Objectives and constraints use them.
 #: A testbed kind that cannot measure some of them is in :data:`UNMEASURED`.
@@ -42,7 +45,17 @@ METRICS: dict[str, str] = {
     "socket_drops": "datagrams dropped at a full receive socket buffer (UDP RcvbufErrors) during the run",
     "rx_core_busy_pct": "utilisation of the receiver's busiest core, percent",
     "tx_core_busy_pct": "utilisation of the sender's busiest core, percent",
+    # Request/response latency (sockperf), present when the workload has a latency part.
+    # Always the full round trip (sockperf --full-rtt): request out, reply back.
+    "latency_p50_us": "round-trip latency, median, microseconds (sockperf)",
+    "latency_p99_us": "round-trip latency, 99th percentile, microseconds (sockperf)",
+    "latency_p999_us": "round-trip latency, 99.9th percentile, microseconds (sockperf)",
+    "latency_mean_us": "round-trip latency, mean, microseconds (sockperf)",
 }
+
+#: The metrics a workload's latency part (sockperf) reports; the rest come from its
+#: throughput part (iperf3) and the counters read around it.
+LATENCY_METRICS: tuple[str, ...] = ("latency_p50_us", "latency_p99_us", "latency_p999_us", "latency_mean_us")
 
 _NO_IRQS = "a veth device has no interrupts (no line of /proc/interrupts names it)"
 #: Metrics a testbed kind cannot measure, with why: its measurements leave them out, and a
@@ -50,6 +63,26 @@ _NO_IRQS = "a veth device has no interrupts (no line of /proc/interrupts names i
 UNMEASURED: dict[str, dict[str, str]] = {
     "veth": {"interrupts_per_s": _NO_IRQS, "interrupts_per_gb": _NO_IRQS},
 }
+
+
+@dataclass(frozen=True)
+class LatencyProbe:
+    """The request/response part of a workload (sockperf between the two ends).
+
+    Attributes:
+        mode: ``ping-pong`` (idle round trip) or ``under-load`` (at ``rate_mps``).
+        protocol: ``udp`` or ``tcp``.
+        msg_size: bytes per request (and reply).
+        rate_mps: messages per second (sockperf ``--mps``); ``None`` = as fast as replies
+            come back (ping-pong only; ``under-load`` needs a rate).
+        duration_s: seconds measured per repeat.
+    """
+
+    mode: LatencyMode = "ping-pong"
+    protocol: Protocol = "udp"
+    msg_size: int = 64
+    rate_mps: int | None = None
+    duration_s: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -65,6 +98,12 @@ class Workload:
         duration_s: seconds measured per repeat.
         omit_s: warm-up seconds left out of the figures (iperf3 ``-O``).
         scenario: ``idle`` (nothing else runs) or ``busy`` (a busy loop on the other cores).
+        reverse: the receiver sends (iperf3 ``-R``).
+        bidir: both ends send at once (iperf3 ``--bidir``).
+        throughput: the workload runs the throughput benchmark (iperf3); ``False`` for a
+            latency-only workload.
+        latency: the request/response benchmark (sockperf) run after the throughput one,
+            or ``None``.
     """
 
     name: str
@@ -75,10 +114,40 @@ class Workload:
     duration_s: float = 10.0
     omit_s: float = 1.0
     scenario: Scenario = "idle"
+    reverse: bool = False
+    bidir: bool = False
+    throughput: bool = True
+    latency: LatencyProbe | None = None
 
     def key(self) -> dict[str, Any]:
-        """The fields that define the workload for the fitness cache."""
-        return asdict(self)
+        """The fields that define the workload for the fitness cache: every field, except
+        the ones added later while they hold their defaults (so a database written before
+        they existed keeps its cache hits)."""
+        out = asdict(self)
+        for name, default in _LATER_FIELDS.items():
+            if out.get(name) == default:
+                del out[name]
+        return out
+
+    @classmethod
+    def from_definition(cls, definition: dict[str, Any]) -> Workload:
+        """The workload :meth:`key` described (a stored definition, the wire format)."""
+        data = dict(definition)
+        probe = data.get("latency")
+        if isinstance(probe, dict):
+            data["latency"] = LatencyProbe(**probe)
+        return cls(**data)
+
+    def measures(self) -> tuple[str, ...]:
+        """The metrics a run of this workload can report (before a testbed's own limits)."""
+        names = [m for m in METRICS if m not in LATENCY_METRICS] if self.throughput else []
+        if self.latency is not None:
+            names += LATENCY_METRICS
+        return tuple(names)
+
+
+#: Fields :meth:`Workload.key` leaves out while they hold these defaults.
+_LATER_FIELDS: dict[str, Any] = {"reverse": False, "bidir": False, "throughput": True, "latency": None}
 
 
 @dataclass

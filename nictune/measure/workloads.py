@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from nictune.errors import InvalidInputError, UnknownNameError
-from nictune.measure._base import Workload
+from nictune.measure._base import LatencyProbe, Workload
 
 WORKLOADS: dict[str, Workload] = {
     "tcp": Workload("tcp", "tcp", streams=1),
@@ -13,6 +13,8 @@ WORKLOADS: dict[str, Workload] = {
     "udp": Workload("udp", "udp", length=1472),
     "udp-jumbo": Workload("udp-jumbo", "udp", length=8000),
     "udp-small": Workload("udp-small", "udp", length=64),
+    "latency": Workload("latency", "udp", throughput=False, latency=LatencyProbe("ping-pong", "udp", 64)),
+    "tcp+latency": Workload("tcp+latency", "tcp", latency=LatencyProbe("ping-pong", "udp", 64)),
 }
 
 DESCRIPTIONS: dict[str, str] = {
@@ -21,6 +23,8 @@ DESCRIPTIONS: dict[str, str] = {
     "udp": "UDP, 1472-byte datagrams at full rate",
     "udp-jumbo": "UDP, 8000-byte datagrams at full rate (fragmented below MTU 8028)",
     "udp-small": "UDP, 64-byte datagrams at full rate (packet-rate bound)",
+    "latency": "request/response only: sockperf ping-pong, 64-byte UDP messages, round trip",
+    "tcp+latency": "one TCP stream (iperf3), then sockperf ping-pong with 64-byte UDP messages",
 }
 
 

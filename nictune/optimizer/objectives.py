@@ -136,6 +136,8 @@ OBJECTIVES: dict[str, Objective] = {
         Objective("cpu", "cpu_rx_pct", "minimize", "receiver CPU per Gbit/s",
                   "% of a core per Gbit/s", per="throughput_gbps"),
         Objective("loss", "loss_pct", "minimize", "loss", "%"),
+        Objective("latency", "latency_p99_us", "minimize", "p99 round-trip latency", "µs"),
+        Objective("latency-p50", "latency_p50_us", "minimize", "median round-trip latency", "µs"),
     )
 }
 
@@ -160,6 +162,7 @@ METRIC_ALIASES: dict[str, str] = {
     "cpu": "cpu_rx_pct",
     "interrupts": "interrupts_per_gb",
     "packet_rate": "packet_rate_mpps",
+    "latency": "latency_p99_us",
 }
 _OPS = ("<=", ">=", "<", ">")
 _CONSTRAINT = re.compile(

@@ -72,9 +72,12 @@ def test_score_order_is_total_and_consistent_with_equality(a: Score, b: Score) -
 
 # ----------------------------------------------------------------------- Objective
 def test_objective_names_and_directions() -> None:
-    assert list(OBJECTIVES) == ["throughput", "packet-rate", "interrupts", "cpu", "loss"]
+    assert list(OBJECTIVES) == ["throughput", "packet-rate", "interrupts", "cpu", "loss", "latency",
+                                "latency-p50"]
     assert get_objective("throughput").direction == "maximize"
-    for name in ("interrupts", "cpu", "loss"):
+    assert get_objective("latency").metric == "latency_p99_us"
+    assert get_objective("latency-p50").metric == "latency_p50_us"
+    for name in ("interrupts", "cpu", "loss", "latency", "latency-p50"):
         assert get_objective(name).direction == "minimize"
 
 

@@ -20,6 +20,8 @@ SortKey = Literal[
     "-interrupts_per_gb", "cpu_rx_pct", "-cpu_rx_pct", "cpu_tx_pct", "-cpu_tx_pct",
     "qdisc_drops", "-qdisc_drops", "ring_drops", "-ring_drops", "backlog_drops", "-backlog_drops",
     "socket_drops", "-socket_drops", "rx_core_busy_pct", "-rx_core_busy_pct", "tx_core_busy_pct", "-tx_core_busy_pct",
+    "latency_p50_us", "-latency_p50_us", "latency_p99_us", "-latency_p99_us", "latency_p999_us", "-latency_p999_us",
+    "latency_mean_us", "-latency_mean_us",
 ]
 
 
