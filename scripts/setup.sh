@@ -13,8 +13,8 @@ for tool in iperf3:iperf3 ethtool:ethtool ip:iproute2 ssh:openssh-client sshd:op
 done
 # Debian's python3 creates venvs only with python3-venv (ensurepip) installed.
 python3 -c "import ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
+if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
 if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "setup: installing system packages: ${need[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
@@ -31,4 +31,15 @@ if ! .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]" 
   exit 1
 fi
 rm -f "$log"
+# TuneD's profile parser, for the test that loads an exported profile with it: its Debian
+# package unpacked into .cache/tuned, not installed (no daemon starts, nothing on the host changes).
+if [ ! -f .cache/tuned/usr/lib/python3/dist-packages/tuned/profiles/loader.py ] && command -v apt-get >/dev/null; then
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && apt-get download -qq tuned >/dev/null 2>&1) || { $SUDO apt-get update -qq && (cd "$tmp" && apt-get download -qq tuned >/dev/null); }; then
+    mkdir -p .cache/tuned && dpkg-deb -x "$tmp"/tuned_*.deb .cache/tuned
+  else
+    echo "setup: could not download TuneD's package (the export test that loads a profile with TuneD will fail)" >&2
+  fi
+  rm -rf "$tmp"
+fi
 .venv/bin/python -c "import nictune" && echo "setup: ready (.venv/bin/nictune)"

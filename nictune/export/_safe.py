@@ -22,6 +22,8 @@ FEATURE_RE = re.compile(r"^[a-z][a-z0-9-]{1,63}$")
 SYSFS_RE = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*$")
 MODULE_RE = re.compile(r"^[a-z0-9_]{1,56}$")
 CPU_KEY_RE = re.compile(r"^cpu[0-9]{1,4}$")
+#: A TuneD profile name as TuneD itself accepts one (its Loader.safe_name), length-capped.
+PROFILE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 VALUE_ALLOWED = "an integer or a word matching ^[A-Za-z0-9_.:-]+$"
 
@@ -83,6 +85,19 @@ def one_of(what: str, value: Any, choices: tuple[str, ...] | list[str]) -> str:
     raise refuse(what, value, ", ".join(choices))
 
 
+def tuned_profiles(names: list[str]) -> list[str]:
+    """TuneD profiles to include, each a name TuneD accepts; at most three.
+
+    Raises:
+        InvalidInputError: (field ``include``) a name TuneD would refuse, or more than three.
+    """
+    if len(names) > 3:
+        raise refuse("include", names, "at most three TuneD profile names")
+    return [matching("include", n, PROFILE_NAME_RE,
+                     "a TuneD profile name matching ^[A-Za-z0-9_.-]{1,64}$ (e.g. network-throughput)")
+            for n in names]
+
+
 def comment(text: Any) -> str:
     """``text`` as one line of printable ASCII, safe after ``#`` in a shell or INI file."""
     flat = " ".join(str(text).split())
@@ -100,6 +115,7 @@ __all__ = [
     "CPU_KEY_RE",
     "FEATURE_RE",
     "MODULE_RE",
+    "PROFILE_NAME_RE",
     "SYSCTL_KEY_RE",
     "SYSFS_RE",
     "TOKEN_RE",
@@ -112,4 +128,5 @@ __all__ = [
     "refuse",
     "shell_quote",
     "token",
+    "tuned_profiles",
 ]

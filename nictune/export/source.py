@@ -15,6 +15,7 @@ from sqlalchemy.engine import Engine as DbEngine
 
 from nictune import __version__
 from nictune.errors import InvalidInputError
+from nictune.export import _safe
 from nictune.report.data import SIMULATED_NOTE, JobData, gain, load_job
 from nictune.search_spaces import Family, SearchSpace
 from nictune.search_spaces._base import SettingValue
@@ -96,6 +97,8 @@ class ExportSource:
     job_state: str = "completed"
     #: What the job said about its figures (e.g. knobs a simulated testbed's model ignores).
     notices: list[str] = field(default_factory=list)
+    #: TuneD profiles the exported profile includes (``include=network-throughput``).
+    include: list[str] = field(default_factory=list)
 
     # ------------------------------------------------------------------ settings
     def items(self) -> list[Item]:
@@ -184,8 +187,10 @@ class ExportSource:
         return self.gain.get("better") is False
 
     def warnings(self) -> list[str]:
-        """What every exported file and the terminal warn about (no gain, an unfinished job)."""
-        return [text for text in (NO_GAIN if self.no_gain else "", self.unfinished) if text]
+        """What every exported file and the terminal warn about (no gain, an unfinished job,
+        host-wide memory a per-socket default commits)."""
+        texts = [NO_GAIN if self.no_gain else "", self.unfinished, *memory_warnings(self.items())]
+        return [text for text in texts if text]
 
     def header_lines(self) -> list[str]:
         """Comment lines (without ``#``) that every format starts with."""
@@ -207,6 +212,43 @@ class ExportSource:
             lines.append("WARNING: this configuration breaks a constraint of the job on its mean metrics")
         lines.append(f"written by nictune {__version__} on {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}")
         return lines
+
+
+#: Sysctls that set the buffer *every* socket of the host starts with (not a cap that only
+#: applications asking for more reach): key -> (field of a multi-field value or None, what).
+PER_SOCKET_DEFAULTS: dict[str, tuple[int | None, str]] = {
+    "net.core.rmem_default": (None, "receive buffer of every socket"),
+    "net.core.wmem_default": (None, "send buffer of every socket"),
+    "net.ipv4.tcp_rmem": (1, "initial receive buffer of every TCP socket"),
+    "net.ipv4.tcp_wmem": (1, "initial send buffer of every TCP socket"),
+}
+#: Per-socket defaults from this size on are warned about (the kernel's own is 208 KiB or less).
+MEMORY_WARN_BYTES = 4 << 20
+
+
+def _size(n: int) -> str:
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):,.1f} GiB"
+    return f"{n / (1 << 20):,.0f} MiB" if n >= 1 << 20 else f"{n / 1024:,.0f} KiB"
+
+
+def memory_warnings(items: list[Item]) -> list[str]:
+    """One sentence, with the figure, for each per-socket default of at least
+    :data:`MEMORY_WARN_BYTES` the export sets: it applies to every socket of the host."""
+    out: list[str] = []
+    for item in items:
+        known = PER_SOCKET_DEFAULTS.get(item.target) if item.family is Family.SYSCTL else None
+        if known is None or item.index != known[0]:
+            continue
+        try:
+            size = int(item.value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            continue
+        if size >= MEMORY_WARN_BYTES:
+            out.append(f"{item.target} = {_size(size)} (knob {item.knob}) is the {known[1]} on the host: "
+                       f"1,000 sockets may hold {_size(size * 1000)}; where only the benchmarked "
+                       "application needs it, raise the *_max caps and let it ask (SO_RCVBUF/SO_SNDBUF)")
+    return out
 
 
 def _data_device(snapshot: Mapping[str, Any] | None) -> str | None:
@@ -265,9 +307,20 @@ def source_from_job(job: JobData, trial: int | None = None) -> ExportSource:
     )
 
 
-def load_source(dbe: DbEngine, job_id: int, trial: int | None = None) -> ExportSource:
-    """:func:`source_from_job` straight from the database."""
-    return source_from_job(load_job(dbe, job_id), trial)
+def load_source(dbe: DbEngine, job_id: int, trial: int | None = None, *, device: str | None = None,
+                include: list[str] | None = None) -> ExportSource:
+    """:func:`source_from_job` straight from the database, with the data interface set to
+    ``device`` (instead of the one the trial recorded) and TuneD profiles to ``include``.
+
+    Raises:
+        InvalidInputError: an interface name or profile name that may not be exported.
+    """
+    src = source_from_job(load_job(dbe, job_id), trial)
+    if device is not None:
+        src.device = _safe.device("device", device)
+    if include:
+        src.include = _safe.tuned_profiles(list(include))
+    return src
 
 
 __all__ = ["Before", "ExportSource", "Item", "load_source", "source_from_job"]

@@ -75,6 +75,9 @@ def render_tuned(src: ExportSource) -> str:
         "[main]",
         f"summary={_summary(src)}",
     ]
+    if src.include:
+        # TuneD applies the included profiles first, then this one's options over them.
+        out.append(f"include={','.join(_safe.tuned_profiles(src.include))}")
     comments: list[str] = []
 
     lines, skipped = sysctl_lines(src)
@@ -119,7 +122,8 @@ def render_tuned(src: ExportSource) -> str:
             out.append("type=net")
         if dev is None and data_dev is None:
             # Never leave devices= out: TuneD would then change every NIC, the management one too.
-            out.append(f"# the data interface was not recorded: replace {PLACEHOLDER_DEVICE} with yours")
+            out.append(f"# the data interface was not recorded: replace {PLACEHOLDER_DEVICE} with yours "
+                       "(or export with --device NAME)")
         out.append(f"devices={dev or data_dev or PLACEHOLDER_DEVICE}")
         out += per_dev[dev]
         for option, pairs in options.get(dev, {}).items():
@@ -127,7 +131,8 @@ def render_tuned(src: ExportSource) -> str:
     if sysfs:
         out += ["", "[sysfs]"]
         if data_dev is None:
-            out.append(f"# the data interface was not recorded: replace {PLACEHOLDER_DEVICE} with yours")
+            out.append(f"# the data interface was not recorded: replace {PLACEHOLDER_DEVICE} with yours "
+                       "(or export with --device NAME)")
         out += sysfs
     if governor is not None:
         out += ["", "[cpu]", f"governor={governor}"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,23 +42,48 @@ def rollback_path(apply_path: Path) -> Path:
     return apply_path.with_name(f"{stem}-rollback{apply_path.suffix or '.sh'}")
 
 
+def _check_target(path: Path, force: bool) -> None:
+    """Refuse to replace an existing file without ``force``, and never write through a
+    symbolic link (``force`` replaces the link itself, not what it points to)."""
+    if not os.path.lexists(path):
+        return
+    if path.is_dir() and not path.is_symlink():
+        raise InvalidInputError(f"{path} is a directory", field="out", allowed="a file path")
+    if not force:
+        what = "a symbolic link" if path.is_symlink() else "a file"
+        raise InvalidInputError(f"{path} exists ({what}); nothing was written", field="out",
+                                allowed="a new path, or --force to replace it")
+
+
 def _write(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write ``text`` atomically: a temporary file in the same directory, renamed over
+    ``path`` (a reader sees the old file or the new one, never half of one; a symbolic link
+    at ``path`` is replaced, its target left alone)."""
+    tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        os.chmod(path, mode)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+        tmp = None
     except OSError as exc:
         raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}", field="out",
                                 allowed="a writable path") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
-def write_export(src: ExportSource, fmt: str, out: Path | None = None) -> Written:
-    """Render ``src`` in format ``fmt`` and write it (everything is rendered, and so checked,
-    before the first file is written).
+def write_export(src: ExportSource, fmt: str, out: Path | None = None, *, force: bool = False) -> Written:
+    """Render ``src`` in format ``fmt`` and write it (everything is rendered, and every target
+    checked, before the first file is written).
 
     Raises:
-        InvalidInputError: unknown format, a value that may not be exported, or a path
-            that cannot be written.
+        InvalidInputError: unknown format, a value that may not be exported, a file that
+            exists (without ``force``), or a path that cannot be written.
     """
     if fmt not in FORMATS:
         raise InvalidInputError(f"unknown export format {fmt!r}", field="format", allowed=", ".join(FORMATS))
@@ -64,23 +91,30 @@ def write_export(src: ExportSource, fmt: str, out: Path | None = None) -> Writte
     written = Written()
     if fmt == "tuned":
         text = render_tuned(src)
-        if path.exists() and not path.is_dir():
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
             raise InvalidInputError(f"{path} exists and is not a directory (a TuneD profile is a directory)",
                                     field="out", allowed="a directory")
+        _check_target(path / "tuned.conf", force)
         _write(path / "tuned.conf", text)
         written.files["tuned.conf"] = path / "tuned.conf"
     elif fmt == "sysctl":
-        _write(path, render_sysctl(src, path.name))
+        text = render_sysctl(src, path.name)
+        _check_target(path, force)
+        _write(path, text)
         written.files["sysctl drop-in"] = path
     elif fmt == "script":
         back = rollback_path(path)
         scripts = render_scripts(src, path.name, back.name)
+        _check_target(path, force)
+        _check_target(back, force)
         _write(path, scripts.apply, 0o755)
         _write(back, scripts.rollback, 0o755)
         written.files["apply script"] = path
         written.files["rollback script"] = back
     else:
-        _write(path, render_json(src))
+        text = render_json(src)
+        _check_target(path, force)
+        _write(path, text)
         written.files["json"] = path
     return written
 

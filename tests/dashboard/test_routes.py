@@ -153,6 +153,15 @@ def test_export_errors_use_the_api_error_body(client: TestClient, tokens: Tokens
     no_trial = client.get(f"/v1/jobs/{job_id}/export?format=json&trial=99", headers=tokens.headers())
     assert no_trial.status_code == 422 and no_trial.json()["field"] == "trial"
     assert client.get(f"/v1/jobs/{job_id}/export?format=script&part=both", headers=tokens.headers()).status_code == 422
+    for query, field in (("format=tuned&device=eth0%3Breboot", "device"), ("format=sysctl&include=network-latency",
+                                                                          "include"),
+                         ("format=tuned&include=a%20b", "include")):
+        refused = client.get(f"/v1/jobs/{job_id}/export?{query}", headers=tokens.headers())
+        assert refused.status_code == 422 and refused.json()["field"] == field, (query, refused.json())
+    tuned = client.get(f"/v1/jobs/{job_id}/export?format=tuned&device=ens1f0&include=network-throughput",
+                       headers=tokens.headers())
+    assert tuned.status_code == 200
+    assert "\ndevices=ens1f0\n" in tuned.text and "\ninclude=network-throughput\n" in tuned.text
 
 
 @pytest.mark.parametrize("space", ["benson-40g"])

@@ -364,3 +364,125 @@ def test_what_a_job_said_about_its_model_reaches_history_report_and_exports(jobs
     shown = subprocess.run([sys.executable, "-m", "nictune", "history", "show", str(job), "--db", jobs.url],
                            capture_output=True, text=True, timeout=120, env=os.environ | {"COLUMNS": "300"})
     assert shown.returncode == 0 and f"note: {notice}" in shown.stdout, shown
+
+
+# ------------------------------------------------------------- deployable without edits
+def _tuned_loader_path() -> Path:
+    """TuneD's own Python package, unpacked (not installed) from its Debian package by
+    scripts/setup.sh into .cache/tuned."""
+    root = Path(__file__).resolve().parents[2] / ".cache" / "tuned"
+    lib = root / "usr" / "lib" / "python3" / "dist-packages"
+    if not (lib / "tuned" / "profiles" / "loader.py").is_file():
+        pytest.fail(f"TuneD's profile loader is not unpacked in {root}: run bash scripts/setup.sh")
+    return root
+
+
+_LOAD_WITH_TUNED = """
+import json, sys
+import tuned.profiles as p, tuned.profiles.variables as v, tuned.utils.global_config as gc
+from tuned.profiles.locator import Locator
+stock, mine, name = sys.argv[1:4]
+loader = p.Loader(Locator([stock, mine]), p.Factory(), p.Merger(), gc.GlobalConfig(), v.Variables())
+prof = loader.load([name])
+print(json.dumps({unit: {"devices": u.devices, "options": dict(u.options)} for unit, u in prof.units.items()}))
+"""
+
+
+def test_a_tuned_export_with_device_and_include_loads_in_tuneds_own_parser(jobs: Jobs, tmp_path: Path) -> None:
+    """The profile, exported with --device and --include, goes to /etc/tuned as it is: TuneD's
+    Loader (from its Debian package) merges network-throughput under it, and our settings win."""
+    root = _tuned_loader_path()
+    src = load_source(jobs.engine, jobs.ga, device="ens1f0", include=["network-throughput"])
+    profiles = tmp_path / "etc-tuned"
+    written = write_export(src, "tuned", profiles / "nictune-best")
+    text = written.files["tuned.conf"].read_text()
+    assert "CHANGE-ME" not in text and "include=network-throughput" in text
+    run = subprocess.run(
+        [sys.executable, "-c", _LOAD_WITH_TUNED, str(root / "usr" / "lib" / "tuned"), str(profiles), "nictune-best"],
+        capture_output=True, text=True, timeout=60,
+        env=os.environ | {"PYTHONPATH": str(root / "usr" / "lib" / "python3" / "dist-packages")})
+    assert run.returncode == 0, run.stderr
+    units = json.loads(run.stdout)
+    assert units["net"]["devices"] == "ens1f0"
+    mine = expected_settings(src, Family.SYSCTL)
+    sysctl = units["sysctl"]["options"]
+    assert {k: sysctl[k] for k in mine} == mine  # ours, over the included profile's
+    assert "vm.dirty_ratio" in sysctl  # from network-throughput (via throughput-performance)
+    assert units["cpu"]["options"]["governor"] == str(src.config["governor"])
+    ip = expected_settings(src, Family.IP_LINK)
+    assert units["net"]["options"]["mtu"] == ip["mtu"]
+
+
+def test_device_and_include_are_checked_before_anything_is_written(jobs: Jobs, tmp_path: Path) -> None:
+    for bad in ("eth0; reboot", "a" * 16, "../x"):
+        with pytest.raises(InvalidInputError) as err:
+            load_source(jobs.engine, jobs.ga, device=bad)
+        assert err.value.field == "device"
+    for names in (["network throughput"], ["x$y"], ["a", "b", "c", "d"]):
+        with pytest.raises(InvalidInputError) as err:
+            load_source(jobs.engine, jobs.ga, include=names)
+        assert err.value.field == "include"
+
+
+def test_existing_files_are_kept_unless_forced_and_links_are_never_followed(jobs: Jobs, tmp_path: Path) -> None:
+    src = load_source(jobs.engine, jobs.ga)
+    target = tmp_path / "precious.conf"
+    target.write_text("keep me\n")
+    target.chmod(0o600)
+    link = tmp_path / "90-nictune.conf"
+    link.symlink_to(target)
+    for fmt, path in (("sysctl", link), ("json", target)):
+        with pytest.raises(InvalidInputError) as err:
+            write_export(src, fmt, path)
+        assert err.value.field == "out" and "--force" in str(err.value.allowed)
+    assert target.read_text() == "keep me\n"
+    written = write_export(src, "sysctl", link, force=True)  # replaces the link, not its target
+    assert not link.is_symlink() and "net." in link.read_text()
+    assert target.read_text() == "keep me\n" and (target.stat().st_mode & 0o777) == 0o600
+    assert written.files["sysctl drop-in"] == link
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["90-nictune.conf", "precious.conf"]  # no temp left
+    profile = tmp_path / "prof"
+    write_export(src, "tuned", profile)
+    with pytest.raises(InvalidInputError):
+        write_export(src, "tuned", profile)
+    write_export(src, "tuned", profile, force=True)
+
+
+def test_per_socket_buffer_defaults_are_exported_with_the_memory_they_commit() -> None:
+    space = load_space("linux-nic")
+    big = space.configuration({"rmem_max": 67108864, "rmem_default": 16777216}).as_dict()
+    src = ExportSource(job_id=3, trial=5, is_best=True, testbed="sim:cai-100g", simulated=True, workload="udp",
+                       objectives=["throughput"], constraints=[], engine="bayes", space=space, config=big,
+                       config_hash="b" * 64, metrics={"throughput_gbps": 40.0},
+                       gain={"text": "+5%", "better": True, "change_pct": 5.0, "label": "throughput"})
+    (warning,) = src.warnings()
+    assert warning.startswith("net.core.rmem_default = 16 MiB (knob rmem_default) is the receive buffer of every "
+                              "socket on the host: 1,000 sockets may hold 15.6 GiB")
+    for text in (render_tuned(src), render_sysctl(src), render_scripts(src).apply):
+        assert f"WARNING: {warning}" in text
+    # A cap (rmem_max, tcp_rmem's maximum) is not what every socket holds: no warning.
+    capped = ExportSource(**{**src.__dict__, "config": space.configuration({"rmem_max": 67108864}).as_dict()})
+    assert capped.warnings() == []
+
+
+def test_export_cli_device_include_force_and_the_memory_warning(jobs: Jobs, tmp_path: Path) -> None:
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "nictune", "export", str(jobs.ga), "--db", jobs.url, *args],
+                              capture_output=True, text=True, timeout=120, env=os.environ | {"COLUMNS": "300"},
+                              cwd=tmp_path)
+
+    ok = cli("--format", "tuned", "--device", "ens1f0", "--include", "network-throughput", "--out", "prof")
+    assert ok.returncode == 0, ok.stderr
+    conf = tuned_parse(tmp_path / "prof" / "tuned.conf")
+    assert conf["main"]["include"] == "network-throughput" and conf["net"]["devices"] == "ens1f0"
+    again = cli("--format", "tuned", "--out", "prof")
+    assert again.returncode == 2 and "prof/tuned.conf exists" in again.stderr and "--force" in again.stderr
+    assert "Traceback" not in again.stderr
+    assert cli("--format", "tuned", "--out", "prof", "--force").returncode == 0
+    wrong = cli("--format", "sysctl", "--include", "network-throughput")
+    assert wrong.returncode == 2 and "--include is for --format tuned" in wrong.stderr
+    # The job's best sets a per-socket default of 4 MiB or more: said on the terminal too.
+    warnings = load_source(jobs.engine, jobs.ga).warnings()
+    assert any(w.startswith("net.core.rmem_default = 64 MiB") and "62.5 GiB" in w for w in warnings)
+    for warning in warnings:
+        assert f"warning: {warning}" in " ".join(ok.stderr.split())

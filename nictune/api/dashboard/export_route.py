@@ -26,6 +26,7 @@ from nictune.api.routers.jobs import JobId, require_job
 from nictune.api.schemas.common import error_responses, json_error_responses
 from nictune.api.views import clean_metrics, clean_spread, sim_note
 from nictune.db import Configuration, Trial, session_scope
+from nictune.errors import InvalidInputError
 from nictune.export import (
     ExportSource,
     default_path,
@@ -131,6 +132,11 @@ def export_router() -> APIRouter:
         trial: Annotated[int | None, Query(ge=0, le=2**31 - 1,
                                            description="Export this trial instead of the best.")] = None,
         part: Annotated[ScriptPart, Query(description="script only: the apply script or its rollback.")] = "apply",
+        device: Annotated[str | None, Query(min_length=1, max_length=15, pattern=r"^[A-Za-z0-9_.-]+$",
+                                            description="The target host's data interface (default: the one "
+                                                        "the trial measured).")] = None,
+        include: Annotated[list[str] | None, Query(max_length=3, description=(
+            "tuned only: stock TuneD profiles the profile includes (include=...), e.g. network-throughput."))] = None,
     ) -> Response:
         """The best (or a chosen) configuration of a job as ``nictune export`` writes it.
 
@@ -140,7 +146,10 @@ def export_router() -> APIRouter:
         """
         with session_scope(dbe) as s:
             require_job(s, job_id)
-        src = load_source(dbe, job_id, trial)
+        if include and fmt != "tuned":
+            raise InvalidInputError(f"include is for format tuned, not {fmt}", field="include",
+                                    allowed="include with format=tuned")
+        src = load_source(dbe, job_id, trial, device=device, include=include)
         body = render_export(src, fmt, part)
         headers = {"Content-Disposition": f'attachment; filename="{export_filename(src, fmt, part)}"',
                    "Cache-Control": "no-store", "X-Nictune-Trial": str(src.trial),
