@@ -10,6 +10,7 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import typer
 
@@ -67,11 +68,46 @@ def _register_optional() -> None:
 
 _register_optional()
 
+#: Integers up to this are "any"; their range in --help is noise ([1<=x<=2147483647]).
+_UNBOUNDED = 2**31 - 1
+
+
+def _tidy_help(command: Any) -> Any:
+    """Help pages that name what a value is, not its Python type: an option without a
+    metavar is shown by its name (``--testbed TESTBED``, not ``<str>``), a flag by nothing
+    (not ``<bool>``), and a database-sized upper bound is left out of its range."""
+    for param in command.params:
+        if param.param_type_name == "option" and param.metavar is None:
+            if getattr(param, "is_flag", False):
+                param.metavar = ""
+            else:
+                param.metavar = max(param.opts, key=len).lstrip("-").upper().replace("-", "_")
+        elif param.param_type_name == "argument":
+            param.metavar = param.metavar or param.name.upper()  # usage: ... NAME, not {name}
+            param.display_type_rich = lambda ctx: None  # its NAME column says it already
+        high = getattr(param, "max", None)
+        if isinstance(high, int) and high >= _UNBOUNDED:
+            low = getattr(param, "min", None)
+            param._get_number_range_help_str = lambda low=low: None if low is None else f"x>={low}"
+    make_help = command.get_help_option
+
+    def help_option(ctx: Any) -> Any:
+        option = make_help(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = help_option
+    for sub in getattr(command, "commands", {}).values():
+        _tidy_help(sub)
+    return command
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` and return its exit code (errors become one readable line)."""
     try:
-        app(args=list(argv) if argv is not None else None, prog_name="nictune")
+        command = _tidy_help(typer.main.get_command(app))
+        command(args=list(argv) if argv is not None else None, prog_name="nictune")
     except SystemExit as exc:  # Typer's own usage errors (exit 2), --help, typer.Exit
         code = exc.code
         if code == 130 and _ctrl_c_in_typer(exc):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import signal
+import sys
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -118,6 +119,21 @@ def _run(app: Any, host: str, port: int, log_level: str, grace_s: float) -> None
         signal.signal(signal.SIGTERM, previous)
 
 
+def _banner(settings: Any) -> str:
+    """What an operator needs first: where the dashboard is, which database, who measures."""
+    from sqlalchemy.engine import make_url
+
+    shown_host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    base = f"http://{shown_host}:{settings.port}"
+    database = make_url(settings.database_url()).render_as_string(hide_password=True)
+    lines = [f"nictune service: dashboard {base}/  API docs {base}/docs  health {base}/healthz",
+             f"  database {database}", f"  executor {settings.executor}"]
+    if settings.testbeds:
+        lines.append(f"  testbeds clients may use besides the simulated ones: {', '.join(settings.testbeds)}")
+    lines.append("  stop with Ctrl-C (jobs left unfinished resume when the service starts again)")
+    return "\n".join(lines)
+
+
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
     port: int = typer.Option(8080, "--port", min=1, max=65535, help="TCP port."),
@@ -172,6 +188,7 @@ def serve(
     from nictune.db import open_database
 
     open_database(settings.database_url()).dispose()
+    print(_banner(settings), file=sys.stderr, flush=True)  # plain: a log file keeps the URL on one line
     _run(create_app(settings), settings.host, settings.port, log_level.value, settings.shutdown_grace_s)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from nictune.api.client import ApiError, Client
@@ -34,6 +35,10 @@ def test_submit_follow_and_read_the_best_configuration(db_url: str, tmp_path: Pa
     with running_server(db_url, tmp_path / "server.log") as server, Client(server.url, submit_token) as api:
         job = api.submit_job(testbed="sim:benson-40g", objectives=["throughput"], budget=20, repeats=2, seed=4)
         assert job["state"] in ("pending", "running") and job["simulated"] is True
+        # The first lines an operator reads: where the dashboard is and which database it serves.
+        banner = server.log.read_text()
+        assert f"nictune service: dashboard {server.url}/  API docs {server.url}/docs" in banner
+        assert f"  database {make_url(db_url).render_as_string(hide_password=True)}\n" in banner
 
         events = list(api.follow_events(job["id"]))
         trials = [e for e in events if e.event == "trial"]
