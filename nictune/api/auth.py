@@ -17,7 +17,7 @@ from nictune.api.errors import ApiError
 from nictune.db import session_scope
 from nictune.db.auth import Role, TokenInfo, verify_token
 
-_bearer = HTTPBearer(auto_error=False, description="A token from `nictune token create --role read|submit`.")
+bearer = HTTPBearer(auto_error=False, description="A token from `nictune token create --role read|submit`.")
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="nictune"'}
 
 
@@ -41,7 +41,7 @@ def _authenticate(request: Request, credentials: HTTPAuthorizationCredentials | 
 
 def require_read(
     request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     dbe: Annotated[DbEngine, Depends(get_db)],
 ) -> TokenInfo:
     """Any valid token."""
@@ -50,7 +50,7 @@ def require_read(
 
 def require_submit(
     request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     dbe: Annotated[DbEngine, Depends(get_db)],
 ) -> TokenInfo:
     """A token with role ``submit``."""

@@ -40,8 +40,12 @@ class HistoryCollector(Collector):
                                   value=totals["trials_failed"])
         yield CounterMetricFamily("nictune_measurements", "Benchmark runs (repeats) of measured trials.",
                                   value=totals["measurements"])
-        yield CounterMetricFamily("nictune_measurement_seconds", "Seconds spent in benchmark runs.",
+        yield CounterMetricFamily("nictune_measurement_seconds",
+                                  "Seconds spent in benchmark runs on real testbeds (veth, ssh).",
                                   value=totals["measurement_seconds"])
+        yield CounterMetricFamily("nictune_simulated_seconds",
+                                  "Seconds the simulated testbeds' benchmark runs stand for (a model: not spent).",
+                                  value=totals["simulated_seconds"])
         queue = GaugeMetricFamily("nictune_service_jobs", "Jobs of this service process.", labels=["status"])
         for status, count in sorted(self.manager.counts().items()):
             queue.add_metric([status], count)

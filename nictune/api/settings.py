@@ -43,6 +43,8 @@ class ApiSettings(BaseSettings):
         events_max_s: close an event stream after this long (clients reconnect with
             ``Last-Event-ID``); ``None`` keeps it open until the job ends.
         max_body_bytes: largest request body accepted.
+        metrics_public: serve ``GET /metrics`` without a token (what a Prometheus scrape
+            config expects); the figures are counts and seconds, no job content. Off by default.
         shutdown_grace_s: how long a stopping service waits for trials in flight.
         executor: ``local`` (measure in this process, one lane per testbed) or ``celery``
             (jobs on ``pool:NAME`` go to that pool's ``nictune worker`` processes; other
@@ -67,6 +69,7 @@ class ApiSettings(BaseSettings):
     events_keepalive_s: float = Field(default=15.0, gt=0.0)
     events_max_s: float | None = Field(default=None, gt=0.0)
     max_body_bytes: int = Field(default=1_000_000, ge=1024)
+    metrics_public: bool = False
     shutdown_grace_s: float = Field(default=30.0, ge=0.0)
     executor: Literal["local", "celery"] = "local"
     broker_url: str | None = None

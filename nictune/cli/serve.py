@@ -127,7 +127,8 @@ def _banner(settings: Any) -> str:
     base = f"http://{shown_host}:{settings.port}"
     database = make_url(settings.database_url()).render_as_string(hide_password=True)
     lines = [f"nictune service: dashboard {base}/  API docs {base}/docs  health {base}/healthz",
-             f"  database {database}", f"  executor {settings.executor}"]
+             f"  database {database}", f"  executor {settings.executor}",
+             f"  metrics {base}/metrics " + ("(no token needed)" if settings.metrics_public else "(read token)")]
     if settings.testbeds:
         lines.append(f"  testbeds clients may use besides the simulated ones: {', '.join(settings.testbeds)}")
     lines.append("  stop with Ctrl-C (jobs left unfinished resume when the service starts again)")
@@ -150,12 +151,15 @@ def serve(
                                       help="Celery broker for --executor celery (default: the local Redis)."),
     result_backend: str | None = typer.Option(None, "--result-backend", metavar="URL", envvar="NICTUNE_RESULT_BACKEND",
                                               help="Redis for results and the worker registry (default: the broker)."),
+    metrics_public: bool = typer.Option(False, "--metrics-public",
+                                        help="Serve /metrics without a token (a Prometheus scrape carries none); "
+                                             "it holds counts and seconds, no job content."),
 ) -> None:
     """Run the REST service: submit, follow and query jobs over HTTP (see /docs)."""
     from nictune.api import ApiSettings, create_app
     from nictune.db import resolve_url
 
-    overrides: dict[str, object] = {"host": host, "port": port}
+    overrides: dict[str, object] = {"host": host, "port": port, "metrics_public": metrics_public}
     if db is not None:
         overrides["db_url"] = str(resolve_url(db))  # a plain path is a SQLite file
     if testbed:

@@ -37,7 +37,10 @@ class MeasurementTotals(TypedDict):
     cache_hits: int
     trials_failed: int
     measurements: int
+    #: Seconds of benchmark runs on real testbeds (veth, ssh): time the hosts spent.
     measurement_seconds: float
+    #: Seconds the simulated testbeds' runs stood for: the model's time, none of it spent.
+    simulated_seconds: float
 
 
 @maps_storage_errors
@@ -249,8 +252,8 @@ def _seconds(s: Session) -> ColumnElement[float]:
 def measurement_totals(s: Session) -> MeasurementTotals:
     """Count jobs by state, trials by outcome, and measurements and their duration.
 
-    ``measurements`` and ``measurement_seconds`` cover measured trials only (a cache hit
-    costs no measurement time).
+    ``measurements`` and the seconds cover measured trials only (a cache hit costs no
+    measurement time); seconds on simulated testbeds are counted apart (the model's time).
     """
     jobs_by_state = {member.value: 0 for member in JobState}
     for state, count in s.execute(select(Job.state, func.count()).group_by(Job.state)):
@@ -261,16 +264,22 @@ def measurement_totals(s: Session) -> MeasurementTotals:
     ):
         trials[(state, source)] = count
     measured = (
-        select(func.count(Measurement.id), func.coalesce(func.sum(_seconds(s)), 0.0))
+        select(Testbed.kind, func.count(Measurement.id), func.coalesce(func.sum(_seconds(s)), 0.0))
         .join(Trial, Measurement.trial_id == Trial.id)
+        .join(Testbed, Measurement.testbed_id == Testbed.id)
         .where(Trial.state == TrialState.COMPLETED, Trial.source == TrialSource.MEASURED)
+        .group_by(Testbed.kind)
     )
-    count, seconds = s.execute(measured).one()
+    count, seconds = 0, {True: 0.0, False: 0.0}
+    for kind, n, total in s.execute(measured):
+        count += int(n)
+        seconds[kind == "sim"] += float(total)
     return MeasurementTotals(
         jobs_by_state=jobs_by_state,
         trials_measured=trials.get((TrialState.COMPLETED, TrialSource.MEASURED), 0),
         cache_hits=trials.get((TrialState.COMPLETED, TrialSource.CACHE), 0),
         trials_failed=sum(n for (state, _), n in trials.items() if state == TrialState.FAILED),
-        measurements=int(count),
-        measurement_seconds=float(seconds),
+        measurements=count,
+        measurement_seconds=seconds[False],
+        simulated_seconds=seconds[True],
     )

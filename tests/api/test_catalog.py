@@ -49,8 +49,20 @@ def test_metrics_are_prometheus_text(api: TestClient) -> None:
     assert float(lines['nictune_jobs{state="completed"}']) == 2
     assert float(lines["nictune_trials_measured_total"]) == 4
     assert float(lines["nictune_cache_hits_total"]) == 4
-    assert float(lines["nictune_measurement_seconds_total"]) > 0
+    # Simulated runs are the model's seconds, not time spent: counted apart.
+    assert float(lines["nictune_measurement_seconds_total"]) == 0
+    assert float(lines["nictune_simulated_seconds_total"]) > 0
     assert 'nictune_service_jobs{status="queued"}' in lines
+
+
+def test_metrics_need_a_token_unless_the_operator_makes_them_public(make_api: AppFactory) -> None:
+    with make_api() as api:
+        anonymous = api.get("/metrics", headers={"Authorization": ""})
+        assert anonymous.status_code == 401
+    with make_api(metrics_public=True) as api:
+        scraped = api.get("/metrics", headers={"Authorization": ""})
+        assert scraped.status_code == 200 and "nictune_jobs" in scraped.text
+        assert api.get("/v1/jobs", headers={"Authorization": ""}).status_code == 401  # only /metrics
 
 
 def test_openapi_documents_every_endpoint_with_examples(shared_api: TestClient) -> None:
