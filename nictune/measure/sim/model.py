@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from nictune.measure._base import Workload
+from nictune.measure.sim import latency
 from nictune.measure.sim.profiles import Key, SimProfile
 from nictune.search_spaces._base import Setting, SettingValue
 
@@ -295,8 +296,24 @@ class Result:
 
 
 def evaluate(profile: SimProfile, settings: list[Setting], workload: Workload) -> Result:
-    """The noise-free metrics of ``workload`` on ``profile`` with ``settings`` applied."""
+    """The noise-free metrics of ``workload`` on ``profile`` with ``settings`` applied: those of
+    its throughput part, then the round trips of its latency part (:mod:`.latency`), run after
+    it on the quiet pair. A latency-only workload reports only the latency metrics."""
     h = host_from(resolve(profile.defaults, settings))
+    result = Result({}, {})
+    if workload.throughput:
+        result = _throughput(profile, h, workload)
+    if workload.latency is not None:
+        ctx = latency.Context(
+            hz=_clock(profile, h, workload), irq_scale=_irq_cost_scale(profile, h),
+            shared=sum(prob for prob, pl in placements(h, profile.cores_per_socket) if pl.shared),
+            idle_ondemand=workload.scenario == "idle" and h.governor == "ondemand")
+        metrics, detail = latency.round_trip(profile, h, workload, ctx)
+        result = Result({**result.metrics, **metrics}, {**result.detail, **detail})
+    return result
+
+
+def _throughput(profile: SimProfile, h: Host, workload: Workload) -> Result:
     if profile.nics:
         return _pf_ring(profile, h, workload)
     if profile.forward_cores:
@@ -373,7 +390,7 @@ def _tcp(profile: SimProfile, h: Host, wl: Workload) -> Result:
         window = min(window, 65535)
     rtt = profile.rtt_us * 1e-6 + co.latency_s
     if wl.scenario == "idle" and h.governor == "ondemand":
-        rtt += 4e-6  # C-state exits on an idle host
+        rtt += latency.CSTATE_EXIT_S  # C-state exits on an idle host
     window_bound = min(window, snd_window) * 8 / rtt * streams
 
     base = min(wire_goodput, cpu_bound, tx_bound, window_bound)

@@ -16,8 +16,9 @@ from nictune.search_spaces._base import Family, SettingValue
 #: never mixed in the cache. 2: the runs report the bottleneck counters (drops per stage,
 #: busiest cores), which the diagnose rounds of the bayes engine read. 3: a run shorter or
 #: longer than 10 s is noisier or steadier and sees part of the ramp after an apply
-#: (:mod:`nictune.measure.sim.fidelity`); 10 s runs read as before.
-MODEL_VERSION = "3"
+#: (:mod:`nictune.measure.sim.fidelity`); 10 s runs read as before. 4: round-trip latency
+#: (:mod:`nictune.measure.sim.latency`); a workload with a latency part reports its four figures.
+MODEL_VERSION = "4"
 
 #: A setting's identity: (family, target, device).
 Key = tuple[str, str, str | None]
@@ -72,6 +73,26 @@ class Stalls:
 
 
 @dataclass(frozen=True)
+class LatencyTerms:
+    """The terms of a small message's round trip (:mod:`nictune.measure.sim.latency`).
+
+    Where a term was fitted to a published figure the comment says which; the others are
+    modelling assumptions (README, "Latency calibration").
+    """
+
+    hw_us: float = 2.0          # one way through both NICs (DMA, PCIe), the switch and the cable: assumption
+    wake: float = 4000.0        # cycles to wake the blocked reader (fitted: Tamir's interrupt / busy-poll ratio)
+    poll_us: float = 0.2        # a spinning reader finds the frame on the ring: assumption
+    adaptive_idle_us: float = 3.5   # adaptive moderation's wait for a lone frame (fitted: Tamir, +7.1 us a round trip)
+    adaptive_high_us: float = 64.0  # its wait at and above adaptive_rate_high (mlx4 OFED RX_COAL_TIME_HIGH)
+    adaptive_rate_low: float = 100_000.0   # frames/s where adaptive moderation starts to rise (mlx4 OFED)
+    adaptive_rate_high: float = 400_000.0  # frames/s where it reaches adaptive_high_us (mlx4 OFED)
+    jitter_us: float = 1.5      # mean of the exponential spread of a round trip: assumption (tail rows T1)
+    hiccup_share: float = 0.005  # round trips hit by a long delay (timer tick, other softirq work): assumption
+    hiccup_us: float = 30.0     # mean length of such a delay: assumption
+
+
+@dataclass(frozen=True)
 class Nic:
     """One NIC's traffic in a multi-NIC profile (PF_RING study)."""
 
@@ -101,6 +122,7 @@ class SimProfile:
         adv_win_scale: net.ipv4.tcp_adv_win_scale: 2**-x of the buffer is overhead.
         forward_cores: cores doing packet forwarding (Intel ixgbe study), 0 otherwise.
         nics: the NICs of a multi-NIC profile.
+        latency: the terms of a request/response round trip.
         defaults: the settings of the untuned host.
     """
 
@@ -120,6 +142,7 @@ class SimProfile:
     adv_win_scale: int = 1
     forward_cores: int = 0
     nics: tuple[Nic, ...] = ()
+    latency: LatencyTerms = field(default_factory=LatencyTerms)
     defaults: Mapping[Key, SettingValue] = field(default_factory=dict)
 
     def clock_hz(self, scenario: str, governor: str) -> float:

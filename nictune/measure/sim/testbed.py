@@ -74,12 +74,15 @@ class SimTestbed(Testbed):
         ceiling = result.detail.get("wire_gbps", result.detail.get("offered_gbps", self.profile.line_gbps))
         samples = []
         start = datetime.now(UTC)
+        # A repeat runs the throughput part, then the latency part.
+        seconds = (workload.duration_s if workload.throughput else 0.0) + (
+            workload.latency.duration_s if workload.latency is not None else 0.0)
         for rep in range(repeats):
             rng = random.Random(_seed(seed, rep, settings, workload))
             metrics = counted(self._noisy(clean, rng, ceiling, cv) if cv > 0 else dict(clean),
                               workload.duration_s)
-            begin = start + timedelta(seconds=rep * workload.duration_s)
-            samples.append(Sample(metrics, begin, begin + timedelta(seconds=workload.duration_s),
+            begin = start + timedelta(seconds=rep * seconds)
+            samples.append(Sample(metrics, begin, begin + timedelta(seconds=seconds),
                                   counters={"simulated": True}))
         notes = ["simulated testbed: figures come from a model, not from hardware"]
         return TrialResult(samples, snapshot={"simulated": True, "profile": self.profile.name},
@@ -130,6 +133,10 @@ class SimTestbed(Testbed):
     def _noisy(clean: dict[str, float], rng: random.Random, ceiling: float, cv: float) -> dict[str, float]:
         sigma = math.sqrt(math.log(1 + cv * cv))
         m = dict(clean)
+        if "latency_p50_us" in clean:
+            m.update(_noisy_latency(clean, rng, sigma))
+        if "throughput_gbps" not in clean:
+            return m  # a latency-only workload
         factor = math.exp(rng.gauss(-sigma * sigma / 2, sigma))
         m["throughput_gbps"] = min(clean["throughput_gbps"] * factor, max(ceiling, clean["throughput_gbps"]))
         scale = m["throughput_gbps"] / clean["throughput_gbps"] if clean["throughput_gbps"] else 1.0
@@ -151,11 +158,23 @@ class SimTestbed(Testbed):
         return m
 
 
+def _noisy_latency(clean: dict[str, float], rng: random.Random, sigma: float) -> dict[str, float]:
+    """The round trips of one repeat: the median and mean move together a little, the tail
+    (fewer samples behind it) more; the percentiles stay ordered."""
+    body = math.exp(rng.gauss(-sigma * sigma / 8, sigma / 2))
+    p50 = clean["latency_p50_us"] * body
+    p99 = max(p50, clean["latency_p99_us"] * math.exp(rng.gauss(0, sigma)))
+    p999 = max(p99, clean["latency_p999_us"] * math.exp(rng.gauss(0, 2 * sigma)))
+    return {"latency_p50_us": p50, "latency_p99_us": p99, "latency_p999_us": p999,
+            "latency_mean_us": clean["latency_mean_us"] * body}
+
+
 def _at_duration(metrics: dict[str, float], workload: Workload) -> dict[str, float]:
     """The model's figures as a run of ``workload.duration_s`` measures them (a short run
-    still sees part of the ramp after an apply: :mod:`nictune.measure.sim.fidelity`)."""
+    still sees part of the ramp after an apply: :mod:`nictune.measure.sim.fidelity`).
+    Round trips do not ramp: a latency-only workload reads as the model says."""
     factor = rate_factor(workload.protocol, workload.duration_s, workload.omit_s)
-    if factor == 1.0:
+    if factor == 1.0 or not workload.throughput:
         return metrics
     m = dict(metrics)
     for name in ("throughput_gbps", "packet_rate_mpps"):
@@ -169,6 +188,8 @@ def counted(metrics: dict[str, float], duration_s: float) -> dict[str, float]:
     """``metrics`` as a benchmark counts them: whole retransmitted segments, and a loss made
     of whole packets of the run's (so a model loss of 1e-40 % reads 0, as iperf3 would say)."""
     m = dict(metrics)
+    if "throughput_gbps" not in m:
+        return m  # round trips only: nothing is counted in whole packets
     m["retransmits"] = float(round(m["retransmits"]))
     for name in DROP_METRICS:
         m[name] = float(round(m[name]))
