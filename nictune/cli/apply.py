@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import typer
 
 from nictune.cli._common import console, err_console
@@ -48,7 +46,7 @@ def apply(
         if trial not in rows:
             raise NotFoundError(f"job {job_id} has no trial {trial}", field="trial",
                                 allowed=f"0..{max(rows) if rows else 0}")
-        config, number = json.loads(rows[trial]["config"]), trial
+        config, number = dict(rows[trial]["config"]), trial
     with db.session_scope(dbe) as s:
         space = space_from_dict(dict(db.get_job(s, job_id).space_definition))
     settings = space.settings(space.configuration(config, strict=False))

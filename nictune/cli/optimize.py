@@ -365,7 +365,7 @@ def _warm_summary(raw: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _front_row(row: dict[str, Any]) -> dict[str, Any]:
-    return {"trial": row["number"], "config_hash": row["config_hash"], "config": json.loads(row["config"]),
+    return {"trial": row["number"], "config_hash": row["config_hash"], "config": dict(row["config"]),
             "metrics": row["metrics"]}
 
 

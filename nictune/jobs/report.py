@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,7 +30,7 @@ def trial_rows(trials: list[db.Trial]) -> list[dict[str, Any]]:
             "state": t.state,
             "source": t.source,
             "config_hash": t.configuration.hash,
-            "config": t.configuration.canonical,
+            "config": json.loads(t.configuration.canonical),
             "metrics": summary.get("metrics", {}),
             "spread": summary.get("spread", {}),
             "repeats": summary.get("repeats"),
@@ -91,7 +92,6 @@ def _job_fields(job: db.Job) -> dict[str, Any]:
 
 def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     """A plain-data account of a job: settings, counts, best and default trials, knob changes."""
-    import json
 
     with db.session_scope(dbe) as s:
         job = db.get_job(s, job_id)
@@ -105,7 +105,7 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
         earlier = earlier_figures(s, job, default_config.hash) if default is None else None
         if earlier is not None:  # not a trial of this job (a warm start knew it already)
             default = {"number": None, "state": "completed", "source": "history", "config_hash": default_config.hash,
-                       "config": default_config.canonical_json, "score": None, "error": None, **earlier}
+                       "config": json.loads(default_config.canonical_json), "score": None, "error": None, **earlier}
         recommended_id = job.best_trial_id
         recommended = next((t.number for t in trials if t.id == recommended_id), None)
         info = _job_fields(job)
@@ -143,7 +143,7 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     info["default"] = default
     if best is not None:
         info["best_feasible"] = goal.score(best["metrics"]).feasible
-        best_cfg = json.loads(best["config"])
+        best_cfg = dict(best["config"])
         info["changes"] = knob_changes(space, best_cfg)
         info["best_config"] = best_cfg
     return info

@@ -287,3 +287,15 @@ def test_answers_from_the_cache_do_not_hide_a_testbed_that_measures_nothing(engi
     job = create_job(engine, JobSpec(**{**spec.__dict__, "budget": 30}))
     outcome = run_on(engine, job, Broken)
     assert outcome.state == "failed" and outcome.cached >= 2 and outcome.failed == 5 and outcome.measured == 0
+
+
+def test_a_job_account_gives_every_configuration_as_an_object(engine: Engine) -> None:
+    """``history show --json`` gave a front's (and every trial's) configuration as a JSON string."""
+    job = create_job(engine, JobSpec(objectives=["throughput", "interrupts"], testbed="sim:benson-40g",
+                                     engine="random", budget=8, seed=3))
+    JobRunner(engine).run(job)
+    report = job_report(engine, job)
+    assert report["front"]
+    rows = [*report["front"], report["best"], report["default"]]
+    assert all(isinstance(r["config"], dict) and r["config"].get("mtu") for r in rows)
+    assert report["best_config"] == report["best"]["config"]
