@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from nictune.metrics import LATENCY_METRICS as _LATENCY_METRICS
+from nictune.metrics import METRICS as _METRICS
 from nictune.search_spaces._base import Setting
 
 if TYPE_CHECKING:
@@ -26,36 +28,9 @@ Scenario = Literal["idle", "busy"]
 #: flight) and ``under-load`` (messages sent at a fixed rate, a sample of them timed).
 LatencyMode = Literal["ping-pong", "under-load"]
 
-#: Metric names testbeds report (units in the name). Objectives and constraints use them.
-#: A testbed kind that cannot measure some of them is in :data:`UNMEASURED`.
-METRICS: dict[str, str] = {
-    "throughput_gbps": "receiver goodput, Gbit/s",
-    "packet_rate_mpps": "packets delivered to the receiver, millions per second",
-    "loss_pct": "datagrams (UDP) or segments (TCP) lost, percent of sent",
-    "retransmits": "TCP retransmitted segments during the run",
-    "interrupts_per_s": "NIC interrupts per second on the receiver",
-    "interrupts_per_gb": "NIC interrupts on the receiver per gigabyte delivered",
-    "cpu_rx_pct": "receiver CPU in percent of one core (150 = 1.5 cores)",
-    "cpu_tx_pct": "sender CPU in percent of one core",
-    # Where packets were dropped and how busy the busiest core of each end was: the
-    # counters the bayes engine's diagnose rounds read (BOTTLENECKS in search_spaces).
-    "qdisc_drops": "packets the sender's root qdisc dropped during the run",
-    "ring_drops": "frames the receiver's device dropped (rx ring full or missed) during the run",
-    "backlog_drops": "frames dropped at the receiver's per-CPU input queue (softnet_stat) during the run",
-    "socket_drops": "datagrams dropped at a full receive socket buffer (UDP RcvbufErrors) during the run",
-    "rx_core_busy_pct": "utilisation of the receiver's busiest core, percent",
-    "tx_core_busy_pct": "utilisation of the sender's busiest core, percent",
-    # Request/response latency (sockperf), present when the workload has a latency part.
-    # Always the full round trip (sockperf --full-rtt): request out, reply back.
-    "latency_p50_us": "round-trip latency, median, microseconds (sockperf)",
-    "latency_p99_us": "round-trip latency, 99th percentile, microseconds (sockperf)",
-    "latency_p999_us": "round-trip latency, 99.9th percentile, microseconds (sockperf)",
-    "latency_mean_us": "round-trip latency, mean, microseconds (sockperf)",
-}
-
-#: The metrics a workload's latency part (sockperf) reports; the rest come from its
-#: throughput part (iperf3) and the counters read around it.
-LATENCY_METRICS: tuple[str, ...] = ("latency_p50_us", "latency_p99_us", "latency_p999_us", "latency_mean_us")
+#: Metric names testbeds report, with descriptions (the definitions: :mod:`nictune.metrics`).
+METRICS = _METRICS
+LATENCY_METRICS = _LATENCY_METRICS
 
 _NO_IRQS = "a veth device has no interrupts (no line of /proc/interrupts names it)"
 #: Metrics a testbed kind cannot measure, with why: its measurements leave them out, and a

@@ -1,6 +1,6 @@
 """What an optimization job maximises: scores, objectives, metric constraints and goals.
 
-A testbed reports metrics (:data:`nictune.measure._base.METRICS`); a :class:`Goal` turns the
+A testbed reports metrics (:data:`nictune.metrics.METRICS`); a :class:`Goal` turns the
 mean metrics of a trial into a :class:`Score`, the only thing engines ever see. Scores are
 always "bigger is better": a minimised objective is negated before it becomes a score.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from nictune.errors import InvalidInputError, MeasurementError, UnknownNameError
-from nictune.measure._base import METRICS
+from nictune.metrics import METRICS
 
 Direction = Literal["maximize", "minimize"]
 
