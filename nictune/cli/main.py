@@ -56,7 +56,7 @@ def _register_optional() -> None:
                          ("nictune.cli.testbed", "testbed"), ("nictune.cli.report", None),
                          ("nictune.cli.export", None), ("nictune.cli.apply", None), ("nictune.cli.serve", None),
                          ("nictune.cli.token", "token"), ("nictune.cli.db", "db"),
-                         ("nictune.cli.worker", None)):
+                         ("nictune.cli.worker", None), ("nictune.cli.engines", "engines")):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

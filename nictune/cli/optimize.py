@@ -80,7 +80,10 @@ def optimize(
         None, "--engine", "-e",
         help="Search engine: " + ", ".join(sorted(ENGINES)) + f". Default: {DEFAULT_ENGINE} for one objective, "
              f"{DEFAULT_MULTI_ENGINE} (Pareto front) for several."),
-    param: list[str] = typer.Option([], "--param", metavar="NAME=VALUE", help="Engine parameter (repeatable)."),
+    param: list[str] = typer.Option(
+        [], "--param", metavar="NAME=VALUE",
+        help="Engine parameter (repeatable); `nictune engines show ENGINE` lists each engine's "
+             "parameters with defaults and allowed values."),
     budget: int = typer.Option(60, "--budget", "-b", help="Configurations to evaluate (cache hits included)."),
     repeats: int = typer.Option(
         3, "--repeats", "-r",

@@ -265,7 +265,8 @@ class BayesEngine(Engine):
 
     name: ClassVar[str] = "bayes"
     PARAMS: ClassVar[Mapping[str, Param]] = {
-        "surrogate": Param(str, "gp", help="gp (Gaussian process, scikit-learn) or tpe (Optuna's TPE)"),
+        "surrogate": Param(str, "gp",
+                           help="gp (Gaussian process, nictune.optimizer.gp: ARD Matern 5/2) or tpe (Optuna's TPE)"),
         "batch": Param(int, 1, low=1, high=64,
                        help="configurations per round (set it to the number of parallel testbeds)"),
         "n_init": Param(int, N_INIT, low=0, high=100,
