@@ -39,7 +39,7 @@ def list_engines(json_out: bool = typer.Option(False, "--json", help="Print JSON
     for col in ("engine", "what it does", "parameters (--param NAME=VALUE)"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["name"], r["summary"], ", ".join(r["params"]) or "none")
+        table.add_row(str(r["name"]), str(r["summary"]), ", ".join(r["params"]) or "none")
     console.print(table)
     console.print(Text.assemble("Each parameter's default and allowed values: ", ("nictune engines show NAME", "bold")))
 
