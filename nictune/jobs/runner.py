@@ -391,6 +391,17 @@ def _noise_of(fingerprint: Mapping[str, Any]) -> float | None:
     return float(raw) if raw is not None else None
 
 
+def resume_text(job_id: int, budget: int, stored: Sequence[_Stored]) -> str:
+    """Where a resumed job picks up: what it has, and the trial it goes on with."""
+    completed = [t for t in stored if t.state == "completed"]
+    cached = sum(t.source == "cache" for t in completed)
+    failed = sum(t.state == "failed" for t in stored)
+    parts = [f"{len(completed) - cached} measured", f"{cached} from the cache", *([f"{failed} failed"] * bool(failed))]
+    nxt = f"goes on with trial {len(stored)}" if len(stored) < budget else "goes on with its final race"
+    return (f"resuming job {job_id}: {len(stored)} of {budget} trials done ({', '.join(parts)}), replayed "
+            f"without measuring them again; it {nxt}")
+
+
 def policy_for(goal: Goal, repeats: int) -> RacingPolicy:
     """The racing policy of a job: at most ``repeats`` runs per configuration."""
     return RacingPolicy(goal, max_repeats=repeats)
@@ -513,6 +524,8 @@ class JobRunner:
     def _loop(self, job_id: int, prep: Prepared) -> JobOutcome:
         engine = prep.engine
         ctx, done, warm_info, rules = self._context(job_id, prep)
+        if done:
+            self._notice(resume_text(job_id, ctx.budget, list(done.values())))
         race = Race()
         number = 0
         streak = _FailureStreak()

@@ -185,6 +185,10 @@ def test_kill_9_then_resume_loses_nothing_and_measures_nothing_twice(db_url: str
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["state"] == "completed" and out["trials"] == budget
+    # It says where it picks up.
+    said = " ".join(res.stderr.split())
+    assert (f"resuming job {job_id}: {len(before)} of {budget} trials done ({len(before)} measured, 0 from the cache), "
+            f"replayed without measuring them again; it goes on with trial {len(before)}") in said
     after = _completed(db_url, job_id)
     assert sorted(after) == list(range(budget))
     for number, (trial_id, config_hash) in before.items():
