@@ -38,7 +38,7 @@ from nictune.measure.workloads import get_workload
 from nictune.optimizer import ENGINES, OBJECTIVES, Goal, Score, make_engine
 from nictune.optimizer._base import Engine
 from nictune.optimizer.fidelity import DEFAULT_RISK, ShortRunRule
-from nictune.optimizer.pareto import pareto_front
+from nictune.optimizer.pareto import pareto_front, recommend_from_front
 from nictune.optimizer.racing import RacingPolicy
 from nictune.search_spaces import Configuration, SearchSpace, load_space, space_from_dict
 
@@ -772,7 +772,12 @@ class JobRunner:
         with ctx.stats_lock, db.session_scope(self.dbe) as s:
             job = db.get_job(s, ctx.job_id)
             decided = dict(job.stats.get("race") or {}).get("decided") is not False
-            best = ctx.policy.final_choice(samples, decided) if samples else None
+            front = _front_members(ctx, race) if len(ctx.goal.objectives) > 1 else []
+            # Several objectives: a member of the front (never a dominated configuration), by
+            # the rule of recommend_from_front; with no feasible member, the least violation.
+            best = recommend_from_front(front) if front else None
+            if best is None and samples:
+                best = ctx.policy.final_choice(samples, decided)
             if best is not None and best in race.trial_id:
                 job.best_trial_id = race.trial_id[best]
                 job.stats["recommendation"] = ctx.policy.summary(samples, best) | {"hash": best,
@@ -780,7 +785,7 @@ class JobRunner:
             if samples:
                 job.stats["noise"] = ctx.policy.noise_report(samples)
             if len(ctx.goal.objectives) > 1:
-                job.stats["front"] = _front(ctx, race)
+                job.stats["front"] = _front_rows(race, front)
             if reason == "engine-done":
                 job.stats["engine_done_at"] = trials
             rules.save(job.stats)
@@ -840,13 +845,16 @@ class _FailureStreak:
                 f"resume this one (nictune optimize --resume {job_id})")
 
 
-def _front(ctx: JobContext, race: Race) -> list[dict[str, Any]]:
-    """The job's Pareto front: number, hash and mean metrics of each non-dominated trial."""
+def _front_members(ctx: JobContext, race: Race) -> list[tuple[str, Score]]:
+    """The job's Pareto front on mean metrics: (hash, score) of each non-dominated configuration,
+    in trial order."""
     with race.lock:
         items = [(h, ctx.score(Goal.mean_metrics(v))) for h, v in race.samples.items() if v]
-        front = pareto_front(items)
-        return sorted(
-            ({"number": race.number[h], "hash": h, "metrics": Goal.mean_metrics(race.samples[h]),
-              "feasible": score.feasible} for h, score in front),
-            key=lambda row: row["number"],
-        )
+        return sorted(pareto_front(items), key=lambda item: race.number[item[0]])
+
+
+def _front_rows(race: Race, front: list[tuple[str, Score]]) -> list[dict[str, Any]]:
+    """The front as stored with the job: number, hash, mean metrics and feasibility of each member."""
+    with race.lock:
+        return [{"number": race.number[h], "hash": h, "metrics": Goal.mean_metrics(race.samples[h]),
+                 "feasible": score.feasible} for h, score in front]

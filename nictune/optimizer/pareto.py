@@ -121,6 +121,30 @@ def pareto_front(items: Sequence[tuple[T, Score]]) -> list[tuple[T, Score]]:
     return [feasible[i] for i in fronts[0]]
 
 
+#: Front members whose objective is within this fraction of the front's best on it count as
+#: tied on it (run-to-run noise is a few percent): the next objective decides between them.
+TIE_FRACTION = 0.01
+
+
+def recommend_from_front(front: Sequence[tuple[T, Score]], tie: float = TIE_FRACTION) -> T | None:
+    """The recommended member of a Pareto front: the best on the first objective, of those
+    within ``tie`` of it the best on the second, and so on; the last objective decides
+    outright (earlier members first on an exact tie). Being a front member, it is never
+    dominated by another measured configuration. ``None`` for an empty front.
+    """
+    if not front:
+        return None
+    candidates = list(front)
+    width = len(vector_of(candidates[0][1]))
+    for k in range(width):
+        best = max(vector_of(s)[k] for _, s in candidates)
+        if k == width - 1:
+            return next(item for item, s in candidates if vector_of(s)[k] == best)
+        margin = tie * abs(best)
+        candidates = [(item, s) for item, s in candidates if vector_of(s)[k] >= best - margin]
+    return candidates[0][0]  # pragma: no cover - the loop returns on the last objective
+
+
 def crowding_distance(vectors: Sequence[Vector]) -> list[float]:
     """NSGA-II crowding distance of each vector inside one front (boundary points: ``inf``)."""
     n = len(vectors)

@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 
 from nictune import db
 from nictune.executors import LocalExecutor
-from nictune.jobs import JobRunner, JobSpec, create_job, job_header, job_report
+from nictune.jobs import JobRunner, JobSpec, create_job, job_header, job_report, trial_rows
 from nictune.jobs.runner import JobOutcome
 from nictune.measure.sim import PROFILES, SimTestbed
 from nictune.measure.workloads import get_workload
@@ -303,3 +303,12 @@ def test_a_job_account_gives_every_configuration_as_an_object(engine: Engine) ->
     rows = [*report["front"], report["best"], report["default"]]
     assert all(isinstance(r["config"], dict) and r["config"].get("mtu") for r in rows)
     assert report["best_config"] == report["best"]["config"]
+    # The recommendation is a member of the front: no measured configuration dominates it.
+    goal = Goal.from_names(["throughput", "interrupts"], [])
+    chosen = goal.values(report["best"]["metrics"])
+    assert report["best"]["number"] in {r["number"] for r in report["front"]}
+    with db.session_scope(engine) as s:
+        measured = [r for r in trial_rows(db.job_trials(s, job)) if r["state"] == "completed"]
+    assert len(measured) == 8
+    assert not any(all(a >= b for a, b in zip(goal.values(r["metrics"]), chosen, strict=True))
+                   and goal.values(r["metrics"]) != chosen for r in measured)
