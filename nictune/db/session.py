@@ -138,6 +138,7 @@ def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
                 path.expanduser().parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StorageError(f"cannot create the directory of {path}: {exc}") from exc
+            _create_private(path.expanduser())
     else:
         kwargs.setdefault("pool_pre_ping", True)
     try:
@@ -148,6 +149,19 @@ def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
         event.listen(engine, "connect", _on_sqlite_connect)
         event.listen(engine, "begin", _on_sqlite_begin)
     return engine
+
+
+def _create_private(path: Path) -> None:
+    """Create a new SQLite file readable by its owner only (0600: it holds the history and the
+    service's token hashes); SQLite gives its journal files the same mode. An existing file is
+    left as it is."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    except OSError:
+        return  # not creatable here: SQLite reports it, with its own message, when it opens
+    os.close(fd)
 
 
 @contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, func, select
@@ -402,3 +403,22 @@ def test_an_exception_rolls_back_the_block_and_keeps_committed_trials(engine: En
         assert get_job(s, job.id).state == "pending"
         assert s.scalar(select(func.count()).select_from(Measurement)) == 2
         assert s.scalar(select(func.count()).select_from(Job)) == 1
+
+
+def test_a_new_sqlite_database_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """The history and the service's token hashes were world-readable (0644)."""
+    from nictune.db import get_or_create_testbed, open_database, session_scope
+
+    path = tmp_path / "sub" / "nictune.db"
+    dbe = open_database(f"sqlite:///{path}")
+    try:
+        with session_scope(dbe) as s:
+            get_or_create_testbed(s, "sim:benson-40g", "sim", {"kind": "sim"})
+    finally:
+        dbe.dispose()
+    assert path.stat().st_mode & 0o777 == 0o600
+    existing = tmp_path / "old.db"
+    existing.touch()
+    existing.chmod(0o640)
+    open_database(f"sqlite:///{existing}").dispose()
+    assert existing.stat().st_mode & 0o777 == 0o640  # an existing file is left as it is
