@@ -42,6 +42,28 @@ Figures from `sim:*` testbeds come from a model, not from hardware: such respons
 """
 
 
+#: Where Swagger UI's own files (from the swagger-ui-bundle package) are served.
+DOCS_ASSETS = "/docs-assets"
+
+
+def install_docs(app: FastAPI) -> None:
+    """``/docs``: Swagger UI from the installed package, never from a CDN (an operator pastes a
+    token into that page). ReDoc is not served: no package ships it."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.responses import HTMLResponse
+    from starlette.staticfiles import StaticFiles
+    from swagger_ui_bundle import swagger_ui_path
+
+    app.mount(DOCS_ASSETS, StaticFiles(directory=str(swagger_ui_path)), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title="nictune API",
+                                   swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+                                   swagger_favicon_url="/static/favicon.svg")
+
+
 def create_app(settings: ApiSettings | None = None) -> FastAPI:
     """Build the REST service.
 
@@ -73,6 +95,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
             dbe.dispose()
 
     app = FastAPI(title="nictune", version=__version__, description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None,  # served below from the package: no CDN
                   openapi_tags=[{"name": "jobs", "description": "Submit and follow optimization jobs."},
                                 {"name": "history", "description": "Everything ever measured."},
                                 {"name": "catalog", "description": "Search spaces and testbeds."},
@@ -86,5 +109,6 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         app.include_router(module.router)
     app.include_router(export_router())
     app.include_router(dashboard_router())
+    install_docs(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     return app

@@ -78,7 +78,13 @@ def test_openapi_documents_every_endpoint_with_examples(shared_api: TestClient) 
     assert components["ErrorBody"]["examples"][0]["field"] == "budget"
     assert "bearer" in str(schema["components"]["securitySchemes"]).lower()
     assert "422" in paths["/v1/jobs"]["post"]["responses"]
-    assert shared_api.get("/docs").status_code == 200
+    docs = shared_api.get("/docs")
+    assert docs.status_code == 200
+    # Served from the package: no third-party host on the page where an operator pastes a token.
+    assert "://" not in docs.text.replace("http://www.w3.org", "")
+    for asset in ("/docs-assets/swagger-ui-bundle.js", "/docs-assets/swagger-ui.css"):
+        served = shared_api.get(asset)
+        assert served.status_code == 200 and len(served.content) > 1000, asset
 
 
 def test_sort_keys_cover_every_metric() -> None:
