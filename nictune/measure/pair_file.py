@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from nictune.errors import HostCommandError, InvalidInputError, MeasurementError
 from nictune.measure._base import Testbed, TrialResult, Workload
 from nictune.measure.fingerprint import host_fingerprint
@@ -38,6 +36,7 @@ from nictune.measure.transaction import Trial
 from nictune.measure.validation import check_device, check_int, check_token
 from nictune.search_spaces import SearchSpace
 from nictune.search_spaces._base import Setting
+from nictune.yamlfile import not_a_mapping, parse_yaml
 
 if TYPE_CHECKING:
     from nictune.measure.dryrun import DryRun
@@ -165,13 +164,17 @@ def load_pair(path: str | Path) -> PairSpec:
     """
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidInputError(f"pair file {p}: {exc.strerror}", field="path") from exc
-    except yaml.YAMLError as exc:
-        raise InvalidInputError(f"pair file {p} is not valid YAML: {exc}", field="path") from exc
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"pair file {p}: not a UTF-8 text file", field="path") from None
+    try:
+        data = parse_yaml(text, f"pair file {p}")
+    except InvalidInputError as exc:
+        raise InvalidInputError(str(exc), field="path", allowed=exc.allowed) from None
     if not isinstance(data, dict):
-        raise _bad("(top level)", data, "a mapping with sender and receiver")
+        raise not_a_mapping(f"pair file {p}", data, "a mapping with sender and receiver")
     unknown = set(data) - {"name", "port", "sender", "receiver"}
     if unknown:
         raise _bad(sorted(unknown)[0], data[sorted(unknown)[0]], "name, port, sender, receiver")

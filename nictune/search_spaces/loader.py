@@ -12,13 +12,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from nictune.errors import ConfigurationError, SpaceDefinitionError, UnknownNameError
+from nictune.errors import ConfigurationError, InvalidInputError, SpaceDefinitionError, UnknownNameError
 from nictune.search_spaces._base import BOTTLENECKS, DIRECTIONS, Condition, Family, Knob, Relief, Setting, split_target
 from nictune.search_spaces.constraints import Constraint
 from nictune.search_spaces.knobs import KNOB_TYPES, BoolKnob, ChoiceKnob, FloatKnob, IntKnob
 from nictune.search_spaces.space import SearchSpace
+from nictune.yamlfile import not_a_mapping, parse_yaml
 
 _NAME = re.compile(r"^[a-z][a-z0-9_.]{0,63}$")
 _SPACE_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -126,11 +125,12 @@ def load_space(name_or_path: str) -> SearchSpace:
 
 def space_from_yaml(text: str, source: str = "space") -> SearchSpace:
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise _fail(f"{source}: not valid YAML ({exc})") from None
+        data = parse_yaml(text, source)
+    except InvalidInputError as exc:
+        raise _fail(str(exc), field=exc.field, allowed=exc.allowed) from None
     if not isinstance(data, dict):
-        raise _fail(f"{source}: expected a mapping with 'name' and 'knobs'")
+        bad = not_a_mapping(source, data, "a mapping with 'name' and 'knobs'")
+        raise _fail(str(bad), field=bad.field)
     return space_from_dict(data)
 
 
