@@ -48,7 +48,7 @@ def test_load_a_valid_file(tmp_path: Path) -> None:
         (GOOD.replace("address: 192.168.9.2", "address: eleven"), "receiver.address"),
         (GOOD + "extra: 1\n", "extra"),
         (GOOD.replace("interface: eth0,", "interface: eth0, colour: red,"), "sender.colour"),
-        ("[1, 2]", "(top level)"),
+        ("[1, 2]", "file"),  # a list, not a mapping: the file as a whole
     ],
 )
 def test_errors_name_the_field(tmp_path: Path, text: str, field: str) -> None:
