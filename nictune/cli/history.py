@@ -88,7 +88,7 @@ def jobs(
     if objective is not None:
         get_objective(objective)
     created_after = parse_since(since)
-    dbe = open_db(db_url, must_exist=True)
+    dbe = _history_db(db_url, workload)
     with db.session_scope(dbe) as s:
         if workload is not None:  # an unknown name is a typo, not an empty result
             check_workload_name(workload, db.workload_names(s))
@@ -110,6 +110,17 @@ def jobs(
 def _cell(metrics: dict[str, float], name: str) -> str:
     """A metric's table cell: "-" for one the testbed does not measure (interrupts on veth)."""
     return fmt(metrics[name]) if name in metrics else "-"
+
+
+def _history_db(db_url: str | None, workload: str | None) -> Any:
+    """The history's database; with none, only the built-in workloads have a name (a typo in
+    one is said as such, not as a missing database)."""
+    try:
+        return open_db(db_url, must_exist=True)
+    except InvalidInputError:
+        if workload is not None:
+            check_workload_name(workload, [])
+        raise
 
 
 def _db(ctx: typer.Context, db_url: str | None) -> Any:
@@ -227,7 +238,8 @@ def best(
         history_best_remote(server, token or (ctx.obj or {}).get("token"), testbed, workload, objective,
                             constraint, top, json_out)
         return
-    rows = best_configurations(_db(ctx, db_url), testbed, workload, goal, top)
+    rows = best_configurations(_history_db(db_url or (ctx.obj or {}).get("db_url"), workload), testbed, workload,
+                               goal, top)
     if json_out:
         print_json(rows)
         return
