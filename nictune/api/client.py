@@ -154,7 +154,9 @@ class Client:
 
     # ------------------------------------------------------------------ jobs
     def submit_job(self, *, testbed: str, objectives: str | Sequence[str] = ("throughput",),
-                   workload: str | None = None, space: str | Mapping[str, Any] | None = None,
+                   workload: str | Mapping[str, Any] | None = None,
+                   workload_options: Mapping[str, Any] | None = None,
+                   space: str | Mapping[str, Any] | None = None,
                    constraints: Sequence[str] = (), engine: str | None = None,
                    engine_params: Mapping[str, Any] | None = None, budget: int | None = None,
                    repeats: int | None = None, seed: int | None = None, noise: float | None = None,
@@ -165,7 +167,9 @@ class Client:
         """Submit a job (``POST /v1/jobs``); returns the job (``id``, ``state``, ``links`` ...)."""
         body = _params({
             "testbed": testbed, "objectives": [objectives] if isinstance(objectives, str) else list(objectives),
-            "workload": workload, "space": dict(space) if isinstance(space, Mapping) else space,
+            "workload": dict(workload) if isinstance(workload, Mapping) else workload,
+            "workload_options": dict(workload_options) if workload_options else None,
+            "space": dict(space) if isinstance(space, Mapping) else space,
             "constraints": list(constraints), "engine": engine,
             "engine_params": dict(engine_params) if engine_params else None, "budget": budget,
             "repeats": repeats, "seed": seed, "noise": noise, "scenario": scenario, "duration_s": duration_s,

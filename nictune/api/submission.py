@@ -21,6 +21,8 @@ from nictune.errors import InvalidInputError, UnknownNameError
 from nictune.jobs import JobSpec
 from nictune.jobs.stopping import parse_duration
 from nictune.measure.sim import PROFILES
+from nictune.measure.workload_spec import Source, with_options
+from nictune.measure.workloads import BUILTIN_NAMES, resolve_entry
 from nictune.optimizer import ENGINES, MetricConstraint, Param, get_objective
 from nictune.search_spaces import builtin_names, space_from_dict
 
@@ -85,6 +87,36 @@ def check_engine_params(engine: str, params: Mapping[str, Any]) -> None:
             raise InvalidInputError(str(exc), field=field, allowed=allowed) from None
 
 
+#: Options named by the request's own top-level fields rather than ``workload_options.NAME``.
+_TOP_LEVEL_OPTIONS = {"duration": "duration_s", "scenario": "scenario"}
+
+
+def check_workload(body: JobCreate) -> None:
+    """The request's workload: a built-in name (never a path: the service reads no files of its
+    clients) or an inline definition, then its options, each checked by the one workload
+    validation.
+
+    Raises:
+        InvalidInputError: naming ``workload``, ``workload.FIELD``, ``workload_options.FIELD``
+            (or ``duration_s``) and what it allows.
+    """
+    if isinstance(body.workload, str) and body.workload not in BUILTIN_NAMES:
+        raise UnknownNameError("workload", body.workload, [*BUILTIN_NAMES, "an inline definition (a mapping)"])
+    try:
+        entry = resolve_entry(body.workload)
+    except InvalidInputError as exc:
+        field = exc.field if exc.field and exc.field != "workload" else None
+        raise InvalidInputError(str(exc), field=f"workload.{field}" if field else "workload",
+                                allowed=exc.allowed) from None
+    options = {**(body.workload_options or {}), "scenario": body.scenario, "duration": body.duration_s}
+    try:
+        with_options(entry, options, Source("workload_options"))
+    except InvalidInputError as exc:
+        name = exc.field or "workload_options"
+        field = _TOP_LEVEL_OPTIONS.get(name) or f"workload_options.{name.removeprefix('latency.')}"
+        raise InvalidInputError(str(exc), field=field, allowed=exc.allowed) from None
+
+
 def build_spec(body: JobCreate, settings: ApiSettings) -> JobSpec:
     """The job spec of a request, after the service's own checks.
 
@@ -128,9 +160,11 @@ def build_spec(body: JobCreate, settings: ApiSettings) -> JobSpec:
             # The loader expects the shapes a YAML file has; a JSON body can hold anything.
             raise InvalidInputError(f"space: malformed definition ({type(exc).__name__}: {exc})",
                                     field="space", allowed="a mapping like a space YAML file") from None
+    check_workload(body)
     time_limit_s = parse_duration(body.time_limit) if body.time_limit is not None else None
     spec = JobSpec(
-        objectives=list(body.objectives), testbed=body.testbed, workload=body.workload, space=body.space,
+        objectives=list(body.objectives), testbed=body.testbed, workload=body.workload,
+        workload_options=dict(body.workload_options or {}), space=body.space,
         engine=body.engine, engine_params=dict(body.engine_params), constraints=list(body.constraints),
         budget=body.budget, repeats=body.repeats, racing=body.racing, warm_start=body.warm_start,
         seed=body.seed, noise=body.noise, scenario=body.scenario,

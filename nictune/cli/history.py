@@ -31,7 +31,7 @@ from nictune.cli.results import (
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
 from nictune.jobs.runner import INT32_MAX
-from nictune.measure.workloads import get_workload
+from nictune.measure.workloads import check_workload_name
 from nictune.optimizer import OBJECTIVES, Goal, get_objective
 from nictune.optimizer.racing import RacingPolicy
 
@@ -64,7 +64,9 @@ def parse_since(text: str | None) -> datetime | None:
 def jobs(
     ctx: typer.Context,
     testbed: str | None = typer.Option(None, "--testbed", "-t", help="Only jobs on this testbed."),
-    workload: str | None = typer.Option(None, "--workload", "-w", help="Only jobs with this workload."),
+    workload: str | None = typer.Option(None, "--workload", "-w",
+                                        help="Only jobs with this workload (a built-in one or a name the history "
+                                             "holds, e.g. 'tcp(-P 4 -l 1400)')."),
     objective: str | None = typer.Option(None, "--objective", "-o", help="Only jobs with this objective."),
     since: str | None = typer.Option(None, "--since", help="Only jobs created since (2026-11-01, 7d, 12h)."),
     state: str | None = typer.Option(None, "--state", help="Only jobs in this state."),
@@ -85,11 +87,11 @@ def jobs(
         return
     if objective is not None:
         get_objective(objective)
-    if workload is not None:
-        get_workload(workload)  # an unknown name is a typo, not an empty result
     created_after = parse_since(since)
-    dbe = open_db(db_url, must_exist=True)
+    dbe = _history_db(db_url, workload)
     with db.session_scope(dbe) as s:
+        if workload is not None:  # an unknown name is a typo, not an empty result
+            check_workload_name(workload, db.workload_names(s))
         rows: list[dict[str, Any]] = [{
             "job_id": j.id, "id": j.id, "state": j.state, "created_at": j.created_at.isoformat(),
             "testbed": j.testbed.name, "simulated": j.testbed.kind == "sim", "workload": j.workload.name,
@@ -108,6 +110,17 @@ def jobs(
 def _cell(metrics: dict[str, float], name: str) -> str:
     """A metric's table cell: "-" for one the testbed does not measure (interrupts on veth)."""
     return fmt(metrics[name]) if name in metrics else "-"
+
+
+def _history_db(db_url: str | None, workload: str | None) -> Any:
+    """The history's database; with none, only the built-in workloads have a name (a typo in
+    one is said as such, not as a missing database)."""
+    try:
+        return open_db(db_url, must_exist=True)
+    except InvalidInputError:
+        if workload is not None:
+            check_workload_name(workload, [])
+        raise
 
 
 def _db(ctx: typer.Context, db_url: str | None) -> Any:
@@ -205,7 +218,8 @@ def _number_ranges(numbers: list[int]) -> str:
 def best(
     ctx: typer.Context,
     testbed: str = typer.Option(..., "--testbed", "-t", help="Testbed name."),
-    workload: str = typer.Option(..., "--workload", "-w", help="Workload name."),
+    workload: str = typer.Option(..., "--workload", "-w",
+                                 help="Workload name: a built-in one or one the history holds (see nictune history)."),
     objective: str = typer.Option(..., "--objective", "-o", help=f"One of {', '.join(OBJECTIVES)}."),
     constraint: list[str] = typer.Option(
         [], "--constraint", "-c", metavar="EXPR",
@@ -219,13 +233,13 @@ def best(
 ) -> None:
     """The best configurations ever measured on a testbed under a workload, across jobs."""
     goal = Goal.from_names([objective], constraint)
-    get_workload(workload)
     server = server or (ctx.obj or {}).get("server")
     if server is not None:
         history_best_remote(server, token or (ctx.obj or {}).get("token"), testbed, workload, objective,
                             constraint, top, json_out)
         return
-    rows = best_configurations(_db(ctx, db_url), testbed, workload, goal, top)
+    rows = best_configurations(_history_db(db_url or (ctx.obj or {}).get("db_url"), workload), testbed, workload,
+                               goal, top)
     if json_out:
         print_json(rows)
         return
@@ -242,6 +256,7 @@ def best_configurations(dbe: Any, testbed: str, workload: str, goal: Goal, top: 
     extra = sorted({c.metric for c in goal.constraints})
     policy = RacingPolicy(goal)
     with db.session_scope(dbe) as s:
+        check_workload_name(workload, db.workload_names(s))  # a typo is an error, not an empty ranking
         means = configuration_means(s, testbed, workload, extra)
         chosen = rank(policy, means, noise_by_fingerprint(policy, means))[:top]
         return [{

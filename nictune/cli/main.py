@@ -16,7 +16,7 @@ import typer
 
 from nictune import __version__
 from nictune.cli import measure as measure_cmd
-from nictune.cli import spaces
+from nictune.cli import spaces, workloads
 from nictune.cli._common import err_console, print_error
 from nictune.errors import InvalidInputError, NictuneError
 
@@ -31,6 +31,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(spaces.app, name="spaces")
+app.add_typer(workloads.app, name="workloads")
 app.command("measure")(measure_cmd.measure)
 
 

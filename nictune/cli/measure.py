@@ -16,17 +16,28 @@ from nictune.cli._common import (
     testbed_label,
 )
 from nictune.cli.dryrun import print_dry_run
+from nictune.cli.workload_options import (
+    BIDIR_OPTION,
+    BITRATE_OPTION,
+    LENGTH_OPTION,
+    MSG_SIZE_OPTION,
+    OMIT_OPTION,
+    RATE_OPTION,
+    REVERSE_OPTION,
+    STREAMS_OPTION,
+    WORKLOAD_HELP,
+    workload_options,
+)
 from nictune.measure._base import METRICS, ignored_knobs_notice
 from nictune.measure.registry import DEFAULT_TESTBED, open_testbed
-from nictune.measure.workloads import WORKLOADS, get_workload
+from nictune.measure.workloads import resolve_workload
 from nictune.search_spaces import load_space
 
 
 def measure(
     testbed: str = typer.Option(DEFAULT_TESTBED, "--testbed", "-t",
                                 help="sim:PROFILE, veth[:NAME] or a pair YAML file."),
-    workload: str = typer.Option("tcp", "--workload", "-w",
-                                 help=f"One of: {', '.join(WORKLOADS)}."),
+    workload: str = typer.Option("tcp", "--workload", "-w", help=WORKLOAD_HELP),
     set_: list[str] = typer.Option([], "--set", "-s", metavar="KNOB=VALUE",
                                    help="Change one knob from the base configuration (repeatable)."),
     profile: str = typer.Option("default", "--profile", "-p",
@@ -37,14 +48,28 @@ def measure(
     noise: float | None = typer.Option(
         None, "--noise", help="Simulated noise (coefficient of variation); 0 = noise-free."),
     scenario: str = typer.Option("idle", "--scenario", help="idle, or busy (busy loops on the other cores)."),
-    duration: float | None = typer.Option(None, "--duration", help="Seconds per run."),
+    duration: float | None = typer.Option(None, "--duration", help="Seconds per run, 1..3600."),
+    streams: int | None = STREAMS_OPTION,
+    length: int | None = LENGTH_OPTION,
+    bitrate: str | None = BITRATE_OPTION,
+    reverse: bool = REVERSE_OPTION,
+    bidir: bool = BIDIR_OPTION,
+    omit: float | None = OMIT_OPTION,
+    msg_size: int | None = MSG_SIZE_OPTION,
+    rate: int | None = RATE_OPTION,
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Print what would run on each host (reads, apply, benchmark, restore); "
                                       "change nothing and run no benchmark."),
 ) -> None:
-    """Measure one configuration: the base configuration with the --set changes."""
-    wl = get_workload(workload, scenario=scenario, duration_s=duration)
+    """Measure one configuration: the base configuration with the --set changes.
+
+    The workload is a built-in one or a file (--workload); --streams, --length, --bitrate,
+    --reverse, --bidir, --omit, --duration, --scenario, --msg-size and --rate change its fields.
+    """
+    options = workload_options(streams=streams, length=length, bitrate=bitrate, reverse=reverse, bidir=bidir,
+                               omit=omit, msg_size=msg_size, rate=rate)
+    wl = resolve_workload(workload, {**options, "scenario": scenario, "duration": duration})
     try:
         with open_testbed(testbed, noise=noise, recover_journal=not dry_run) as bed:
             for notice in bed.notices:

@@ -39,6 +39,19 @@ from nictune.cli.results import (
     print_short_runs,
     print_stop,
 )
+from nictune.cli.workload_options import (
+    BIDIR_OPTION,
+    BITRATE_LONG_OPTION,
+    LENGTH_OPTION,
+    MSG_SIZE_OPTION,
+    OMIT_OPTION,
+    RATE_OPTION,
+    REVERSE_OPTION,
+    STREAMS_OPTION,
+    WORKLOAD_HELP,
+    remote_workload,
+    workload_options,
+)
 from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, job_header, job_report
 from nictune.jobs.dryrun import dry_run_job
@@ -46,7 +59,6 @@ from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE, INT32_MAX
 from nictune.jobs.stopping import check_stop_options, parse_duration
 from nictune.jobs.trial_log import LineContext, trial_line
 from nictune.measure.registry import DEFAULT_TESTBED
-from nictune.measure.workloads import WORKLOADS
 from nictune.optimizer import ENGINES, OBJECTIVES, get_objective
 from nictune.search_spaces import builtin_names, load_space
 
@@ -74,7 +86,7 @@ def optimize(
              "(-o throughput -o interrupts)."),
     testbed: str = typer.Option(DEFAULT_TESTBED, "--testbed", "-t",
                                 help="sim:PROFILE (a model), veth[:NAME] or a pair YAML file."),
-    workload: str = typer.Option("tcp", "--workload", "-w", help=f"One of: {', '.join(WORKLOADS)}."),
+    workload: str = typer.Option("tcp", "--workload", "-w", help=WORKLOAD_HELP),
     space: str | None = typer.Option(None, "--space", help="Space name or YAML file (default: the testbed's)."),
     engine: str | None = typer.Option(
         None, "--engine", "-e",
@@ -107,7 +119,16 @@ def optimize(
                                          help="e.g. loss<=0.1, cpu_rx_pct<=80, throughput_gbps>=30 (repeatable)."),
     noise: float | None = typer.Option(None, "--noise", help="Simulated testbeds: noise (coefficient of variation)."),
     scenario: str | None = typer.Option(None, "--scenario", help="idle or busy host."),
-    duration: float | None = typer.Option(None, "--duration", help="Seconds per benchmark run (default 10)."),
+    duration: float | None = typer.Option(None, "--duration",
+                                          help="Seconds per benchmark run, 1..3600 (default: the workload's, 10)."),
+    streams: int | None = STREAMS_OPTION,
+    length: int | None = LENGTH_OPTION,
+    bitrate: str | None = BITRATE_LONG_OPTION,
+    reverse: bool = REVERSE_OPTION,
+    bidir: bool = BIDIR_OPTION,
+    omit: float | None = OMIT_OPTION,
+    msg_size: int | None = MSG_SIZE_OPTION,
+    rate: int | None = RATE_OPTION,
     short_run: float | None = typer.Option(
         None, "--short-run", metavar="SECONDS",
         help="Short runs first: run each new configuration this many seconds, and full length only when "
@@ -134,6 +155,8 @@ def optimize(
     terminal, each trial is one plain line (and so is each notice); --quiet prints only the result.
     """
     time_limit_s = parse_duration(time_limit) if time_limit is not None else None
+    options = workload_options(streams=streams, length=length, bitrate=bitrate, reverse=reverse, bidir=bidir,
+                               omit=omit, msg_size=msg_size, rate=rate)
     check_stop_options(time_limit_s, patience)
     mode = output_mode(quiet=quiet, json_out=json_out)
     if dry_run and (resume is not None or server is not None):
@@ -146,7 +169,8 @@ def optimize(
         if not objective:
             raise InvalidInputError("--objective is required", field="objective", allowed=", ".join(OBJECTIVES))
         optimize_remote(server, token, {
-            "testbed": testbed, "objectives": objective, "workload": workload, "space": _remote_space(space),
+            "testbed": testbed, "objectives": objective, "workload": remote_workload(workload),
+            "workload_options": options or None, "space": _remote_space(space),
             "engine": engine,
             "engine_params": _parse_params(param), "constraints": constraint, "budget": budget,
             "repeats": repeats, "seed": seed, "noise": noise, "scenario": scenario, "duration_s": duration,
@@ -161,7 +185,8 @@ def optimize(
                                     allowed=", ".join(OBJECTIVES))
         for name in objective:
             get_objective(name)
-        spec = JobSpec(objectives=objective, testbed=testbed, workload=workload, space=space, engine=engine,
+        spec = JobSpec(objectives=objective, testbed=testbed, workload=workload, workload_options=options,
+                       space=space, engine=engine,
                        engine_params=_parse_params(param), constraints=constraint, budget=budget,
                        repeats=repeats, seed=seed, noise=noise, scenario=scenario, duration_s=duration,
                        racing=racing, warm_start=warm_start, short_run_s=short_run, short_risk=short_risk,

@@ -47,6 +47,7 @@ from nictune.db.repository import (
     resolve_configuration,
     set_job_state,
     start_trial,
+    workload_names,
 )
 from nictune.db.session import default_url, make_engine, open_database, resolve_url, session_scope, sqlite_path
 
@@ -95,4 +96,5 @@ __all__ = [
     "sqlite_path",
     "start_trial",
     "upgrade",
+    "workload_names",
 ]

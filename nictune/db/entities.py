@@ -127,6 +127,13 @@ def get_or_create_workload(s: Session, name: str, definition: Mapping[str, Any])
     )
 
 
+@maps_storage_errors
+def workload_names(s: Session) -> list[str]:
+    """Names of the workloads the database holds (built-in ones, users' files, built-ins
+    changed by options)."""
+    return sorted(set(s.scalars(select(Workload.name))))
+
+
 def _same_canonical(stored: str, given: str) -> bool:
     if stored == given:
         return True

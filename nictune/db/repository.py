@@ -16,6 +16,7 @@ from nictune.db.entities import (
     get_or_create_configuration,
     get_or_create_testbed,
     get_or_create_workload,
+    workload_names,
 )
 from nictune.db.jobs import create_job, get_job, set_job_state
 from nictune.db.queries import (
@@ -58,4 +59,5 @@ __all__ = [
     "resolve_configuration",
     "set_job_state",
     "start_trial",
+    "workload_names",
 ]

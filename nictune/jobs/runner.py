@@ -34,7 +34,8 @@ from nictune.jobs.evaluate import JobContext, Race, TrialEvent, evaluate, remeas
 from nictune.jobs.stopping import StopRules, check_stop_options, stop_text
 from nictune.measure._base import LATENCY_METRICS, METRICS, UNMEASURED, Workload, ignored_knobs_notice
 from nictune.measure.appliers.registry import check_space
-from nictune.measure.workloads import get_workload
+from nictune.measure.sim.testbed import check_modelled
+from nictune.measure.workloads import resolve_workload
 from nictune.optimizer import ENGINES, OBJECTIVES, Goal, Score, make_engine
 from nictune.optimizer._base import Engine
 from nictune.optimizer.fidelity import DEFAULT_RISK, ShortRunRule
@@ -87,7 +88,12 @@ class JobSpec:
 
     objectives: Sequence[str]
     testbed: str
-    workload: str = "tcp"
+    #: A built-in workload's name, a workload file's path, or an inline definition (the file form).
+    workload: str | Mapping[str, Any] = "tcp"
+    #: Fields of the workload changed (:data:`nictune.measure.workload_spec.OPTION_KEYS`:
+    #: streams, length, bitrate, reverse, bidir, omit, msg_size, rate); ``scenario`` and
+    #: ``duration_s`` below change it too.
+    workload_options: Mapping[str, Any] = field(default_factory=dict)
     space: str | Mapping[str, Any] | None = None
     engine: str | None = None
     engine_params: Mapping[str, Any] = field(default_factory=dict)
@@ -194,6 +200,8 @@ def check_spec(spec: JobSpec, executor: Executor, *, probe: bool = True) -> Chec
     goal, workload = _check_fields(spec)
     seed = spec.seed if spec.seed is not None else random.SystemRandom().randrange(2**31)
     _check_measurable(goal, executor)
+    if executor.kind == "sim":
+        check_modelled(workload)
     space = _load_space(spec.space, executor)
     _check_settable(space, executor)
     if probe:
@@ -220,10 +228,20 @@ def _check_fields(spec: JobSpec) -> tuple[Goal, Workload]:
                                 allowed="distinct objective names")
     goal = Goal.from_names(list(spec.objectives), list(spec.constraints))
     _check_engine(spec.engine_name, [o.name for o in goal.objectives])
-    workload = get_workload(spec.workload, scenario=spec.scenario, duration_s=spec.duration_s)
+    workload = spec_workload(spec)
     check_goal_workload(goal, workload)
     _check_short_runs(spec, workload, multi=len(goal.objectives) > 1)
     return goal, workload
+
+
+def spec_workload(spec: JobSpec) -> Workload:
+    """The workload a spec names, with its options, scenario and duration applied.
+
+    Raises:
+        InvalidInputError: naming the field at fault (``streams``, ``latency.msg_size`` ...).
+    """
+    options = {**spec.workload_options, "scenario": spec.scenario, "duration": spec.duration_s}
+    return resolve_workload(spec.workload, options)
 
 
 def check_goal_workload(goal: Goal, workload: Workload) -> None:

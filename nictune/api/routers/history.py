@@ -20,10 +20,10 @@ from nictune.api.schemas.trials import SortKey, TrialPage
 from nictune.api.settings import ApiSettings
 from nictune.api.submission import submittable_testbeds
 from nictune.api.views import clean_metrics, clean_score, config_dict, finite, sim_note, trial_view
-from nictune.db import session_scope
+from nictune.db import session_scope, workload_names
 from nictune.db.best import configuration_means, noise_by_fingerprint, rank, ranked_rows
 from nictune.errors import UnknownNameError
-from nictune.measure.workloads import WORKLOADS
+from nictune.measure.workloads import WORKLOADS, check_workload_name
 from nictune.optimizer import OBJECTIVES, Goal, MetricConstraint
 from nictune.optimizer.racing import RacingPolicy
 
@@ -44,9 +44,12 @@ def _check_testbed(dbe: DbEngine, settings: ApiSettings, testbed: str) -> None:
         raise UnknownNameError("testbed", testbed, known)
 
 
-def _check_workload(workload: str) -> None:
-    if workload not in WORKLOADS:
-        raise UnknownNameError("workload", workload, list(WORKLOADS))
+def _check_workload(dbe: DbEngine, workload: str) -> None:
+    """A built-in workload or one the history holds (a user's, a built-in changed by options)."""
+    if workload in WORKLOADS:
+        return
+    with session_scope(dbe) as s:
+        check_workload_name(workload, workload_names(s))
 
 
 @router.get("/best", response_model=BestOut, responses=error_responses(401, 422, 503))
@@ -55,8 +58,9 @@ def history_best(
     testbed: Annotated[str, Query(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$",
                                   description="The testbed (GET /v1/testbeds).",
                                   examples=["sim:benson-40g"])],
-    workload: Annotated[str, Query(description="The workload.",
-                                   json_schema_extra=enum_of(WORKLOADS))] = "tcp",
+    workload: Annotated[str, Query(min_length=1, max_length=200,
+                                   description=f"The workload: a built-in one ({', '.join(WORKLOADS)}) or a name "
+                                               "the history holds, e.g. 'tcp(-P 4 -l 1400)'.")] = "tcp",
     objective: Annotated[str, Query(description="What 'best' means.",
                                     json_schema_extra=enum_of(OBJECTIVES))] = "throughput",
     constraint: Annotated[list[Annotated[str, Query(max_length=200)]], Query(
@@ -73,7 +77,7 @@ def history_best(
     its recommendation: one lucky run does not outrank the same mean confirmed three times.
     Measurements from different fingerprints of the testbed are kept apart.
     """
-    _check_workload(workload)
+    _check_workload(dbe, workload)
     goal = Goal.from_names([objective], list(constraint))  # 422 naming 'objective' or 'constraint'
     _check_testbed(dbe, settings, testbed)
     cache: VersionedCache = request.app.state.cache
@@ -115,7 +119,8 @@ def history_best(
 def history_trials(
     request: Request, _token: ReadToken, dbe: Db, settings: Settings,
     testbed: Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")] = None,
-    workload: Annotated[str | None, Query(json_schema_extra=enum_of(WORKLOADS))] = None,
+    workload: Annotated[str | None, Query(min_length=1, max_length=200,
+                                          description="A built-in workload or a name the history holds.")] = None,
     job_id: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
     since: Annotated[UtcDateTime | None, Query(description="Finished at or after (ISO 8601).")] = None,
     until: Annotated[UtcDateTime | None, Query(description="Finished before (ISO 8601).")] = None,
@@ -126,7 +131,7 @@ def history_trials(
 ) -> Response:
     """Trials across jobs with filters on testbed, workload, time range and knob values."""
     if workload is not None:
-        _check_workload(workload)
+        _check_workload(dbe, workload)
     if testbed is not None:
         _check_testbed(dbe, settings, testbed)
     raw_knobs: dict[str, list[str]] = {}

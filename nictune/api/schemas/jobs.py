@@ -62,8 +62,18 @@ class JobCreate(BaseModel):
     testbed: Name = Field(DEFAULT_TESTBED, description="sim:PROFILE (a model) or a testbed the operator "
                                                        "allowed (GET /v1/testbeds).",
                           examples=sorted(PROFILES))
-    workload: Name = Field("tcp", description=f"One of: {_names(WORKLOADS)}.",
-                           json_schema_extra=enum_of(WORKLOADS))
+    workload: Name | dict[str, Any] = Field(
+        "tcp", description=f"A built-in workload ({_names(WORKLOADS)}) or an inline definition: the mapping a "
+                           "workload file holds (name, protocol, streams, length, bitrate, reverse, bidir, duration, "
+                           "omit, scenario, throughput, latency {mode, protocol, msg_size, rate, duration}); see "
+                           "`nictune workloads show tcp`.")
+    workload_options: dict[Annotated[str, StringConstraints(max_length=32)], Any] | None = Field(
+        None, max_length=10,
+        description="Fields of the workload to change: streams (iperf3 -P), length (-l), bitrate (-b per stream: "
+                    "'5G', '800M' or a number of Gbit/s), reverse (-R), bidir (--bidir), omit (-O seconds), msg_size "
+                    "and rate (its sockperf part). A change of the traffic shows in the workload's name, e.g. "
+                    "'tcp(-P 4 -l 1400 -b 5G)'. Each value is checked; a 422 names workload_options.FIELD.",
+        examples=[{"streams": 4, "length": 1400, "bitrate": "5G"}])
     space: Name | dict[str, Any] | None = Field(
         None, description="Built-in space name (GET /v1/spaces), an inline definition, or null for the "
                           "testbed's default space.")

@@ -393,8 +393,11 @@ def _tcp(profile: SimProfile, h: Host, wl: Workload) -> Result:
         rtt += latency.CSTATE_EXIT_S  # C-state exits on an idle host
     window_bound = min(window, snd_window) * 8 / rtt * streams
 
-    base = min(wire_goodput, cpu_bound, tx_bound, window_bound)
-    limiter = {wire_goodput: "wire", cpu_bound: "rx_cpu", tx_bound: "tx_cpu", window_bound: "window"}[base]
+    # iperf3 -b paces each stream (TCP too): the offered rate, when there is one.
+    paced = wl.bitrate_gbps * 1e9 * streams if wl.bitrate_gbps else math.inf
+    base = min(wire_goodput, cpu_bound, tx_bound, window_bound, paced)
+    limiter = {paced: "bitrate", wire_goodput: "wire", cpu_bound: "rx_cpu", tx_bound: "tx_cpu",
+               window_bound: "window"}[base]
 
     # Time lost to drops.
     frame_rate = base / 8 / payload

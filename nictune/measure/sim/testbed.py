@@ -67,6 +67,7 @@ class SimTestbed(Testbed):
     def measure(
         self, settings: list[Setting], workload: Workload, repeats: int, seed: int
     ) -> TrialResult:
+        check_modelled(workload)
         result = evaluate(self.profile, settings, workload)
         clean = _at_duration(result.metrics, workload)
         cv = self.noise * noise_factor(workload.duration_s)
@@ -84,7 +85,7 @@ class SimTestbed(Testbed):
             begin = start + timedelta(seconds=rep * seconds)
             samples.append(Sample(metrics, begin, begin + timedelta(seconds=seconds),
                                   counters={"simulated": True}))
-        notes = ["simulated testbed: figures come from a model, not from hardware"]
+        notes = ["simulated testbed: figures come from a model, not from hardware", *workload_notes(workload)]
         return TrialResult(samples, snapshot={"simulated": True, "profile": self.profile.name},
                            notes=notes)
 
@@ -95,6 +96,7 @@ class SimTestbed(Testbed):
         given, each marked with whether the model has a term for it."""
         from nictune.measure.dryrun import DryRun, TrialPlan
 
+        check_modelled(workload)
         known = modelled_keys(self.profile)
         run = DryRun(self.name, self.kind, True, notes=[
             f"{self.name} is a simulated testbed, a model: nothing runs on any host, no setting is read or "
@@ -167,6 +169,32 @@ def _noisy_latency(clean: dict[str, float], rng: random.Random, sigma: float) ->
     p999 = max(p99, clean["latency_p999_us"] * math.exp(rng.gauss(0, 2 * sigma)))
     return {"latency_p50_us": p50, "latency_p99_us": p99, "latency_p999_us": p999,
             "latency_mean_us": clean["latency_mean_us"] * body}
+
+
+def check_modelled(workload: Workload) -> None:
+    """Refuse what the model cannot stand for: two directions at once (``bidir``).
+
+    The model's two hosts are symmetric (the same profile on both ends), so a ``reverse``
+    workload, the receiver sending, is modelled as the forward one.
+
+    Raises:
+        InvalidInputError: naming ``bidir``.
+    """
+    if workload.bidir:
+        raise InvalidInputError(
+            f"workload {workload.name!r}: a simulated testbed models one direction at a time; it has no model of "
+            "both ends sending at once (bidir)", field="bidir",
+            allowed="bidir off on a simulated testbed (reverse is modelled as forward: its hosts are symmetric)")
+
+
+def workload_notes(workload: Workload) -> list[str]:
+    """What the user should know about how the model reads ``workload``."""
+    notes = []
+    if workload.reverse:
+        notes.append("the model's two hosts are symmetric: a reverse run (-R) is modelled as the forward one")
+    if workload.protocol == "tcp" and workload.length is not None and workload.throughput:
+        notes.append("the model has no term for the TCP write length (-l): it changes nothing in its figures")
+    return notes
 
 
 def _at_duration(metrics: dict[str, float], workload: Workload) -> dict[str, float]:
