@@ -74,7 +74,7 @@ def test_report_has_every_figure_inline_and_as_valid_png_files(ga_report: Report
                 alts.append(dict(attrs).get("alt"))
 
     Images().feed(html)
-    assert len(alts) == len(inline) and "Default vs best" in alts and not any("'" in (a or "'") for a in alts)
+    assert len(alts) == len(inline) and "Default vs recommended" in alts and not any("'" in (a or "'") for a in alts)
 
 
 def test_single_objective_job_has_no_pareto_and_no_profile_figure(ga_report: Report) -> None:
@@ -89,7 +89,7 @@ def test_report_shows_the_best_trial_numbers_and_configuration(jobs: Jobs, ga_re
     best, default = info["best"], info["default"]
     assert best is not None and default is not None
     assert best["config_hash"] in html
-    assert f"best (trial {best['number']})" in html
+    assert f"recommended (trial {best['number']})" in html
     for metric in ("throughput_gbps", "loss_pct", "cpu_rx_pct", "interrupts_per_gb"):
         assert fmt(best["metrics"][metric]) in html, metric
         assert fmt(default["metrics"][metric]) in html, metric
