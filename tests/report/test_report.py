@@ -38,21 +38,6 @@ def inline_figures(html: str) -> dict[str, bytes]:
     return {name: base64.b64decode(data) for name, data in found}
 
 
-@pytest.fixture(scope="module")
-def ga_report(jobs: Jobs, tmp_path_factory: pytest.TempPathFactory) -> Report:
-    return build_report(jobs.engine, jobs.ga, tmp_path_factory.mktemp("ga-report"))
-
-
-@pytest.fixture(scope="module")
-def ofat_report(jobs: Jobs, tmp_path_factory: pytest.TempPathFactory) -> Report:
-    return build_report(jobs.engine, jobs.ofat, tmp_path_factory.mktemp("ofat-report"))
-
-
-@pytest.fixture(scope="module")
-def multi_report(jobs: Jobs, tmp_path_factory: pytest.TempPathFactory) -> Report:
-    return build_report(jobs.engine, jobs.multi, tmp_path_factory.mktemp("multi-report"))
-
-
 def test_report_has_every_figure_inline_and_as_valid_png_files(ga_report: Report) -> None:
     html = ga_report.html.read_text(encoding="utf-8")
     inline = inline_figures(html)
