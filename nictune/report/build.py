@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine as DbEngine
 
-from nictune import __version__
+from nictune import __version__, metrics
 from nictune.errors import InvalidInputError
+from nictune.formatting import format_number
 from nictune.jobs.stopping import format_duration
-from nictune.measure._base import METRICS
 from nictune.report import figures
-from nictune.report.data import SIMULATED_NOTE, JobData, TrialData, gain, load_job
+from nictune.report.axes import default_label, objective_heading
+from nictune.report.data import SIMULATED_NOTE, JobData, TrialData, gain, human_time, load_job
 from nictune.report.importance import Importance, knob_importance
 from nictune.report.ofat import ofat_rounds
 
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 
 #: Rounds of a one-factor job that get a figure each (later rounds are usually short).
 MAX_OFAT_ROUNDS = 4
+#: What every caption says of its axes (figures.axes.axis_scale).
+_LOG_NOTE = "An axis is logarithmic where its values span more than 100x."
 
 
 @dataclass
@@ -81,7 +84,7 @@ def _e(value: Any) -> str:
 
 
 def _num(value: float) -> str:
-    return figures.fmt(value)
+    return format_number(value)
 
 
 def _cell(trial: TrialData | None, name: str) -> str:
@@ -112,13 +115,20 @@ def _figures(job: JobData, importance: Importance, notes: list[str], progress: P
         sections.append(Section(name, title, caption + sim, _png(fig)))
 
     o = job.objective
+    crosses = "; crosses break a constraint" if job.goal.constraints else ""
+    panels = ("One panel per objective: " + ", ".join(objective_heading(x) for x in job.goal.objectives) + ". "
+              if job.pareto else "")
     add("convergence", "Convergence",
-        f"{o.label} of every completed trial (grey; crosses break a constraint), the best so far "
-        f"(red) and the default configuration's value (dashed).",
+        f"{panels}The {'objective' if job.pareto else o.label} of every completed trial (grey{crosses}), "
+        "the best so far (red line), the default configuration (blue diamond, dashed) and the recommendation "
+        f"(red star). {_LOG_NOTE}",
         lambda: figures.convergence(job), "no completed trial")
-    add("default_vs_best", "Default vs best",
-        "Every metric of the default and the best configuration: mean over the repeats, "
-        "min..max as error bars, each repeat as a dot (log axis where the two differ by >1000x).",
+    zeros = figures.zero_metrics(job)
+    zero_note = (" Zero for both, so not drawn: " + ", ".join(metrics.heading(m) for m in zeros) + "."
+                 if zeros else "")
+    add("default_vs_best", "Default vs recommended",
+        "Every metric of the default and the recommended configuration: mean over the repeats, "
+        f"min..max as error bars, each repeat as a dot. {_LOG_NOTE}{zero_note}",
         lambda: figures.default_vs_best(job), "no completed trial")
     if importance.scores:
         add("importance", "Knob importance",
@@ -131,13 +141,15 @@ def _figures(job: JobData, importance: Importance, notes: list[str], progress: P
     knobs = figures.effect_knobs(job, importance)
     add("knob_effects", "Per-knob effect",
         f"{o.label} of every trial against the value of "
-        + ("each important knob" if importance.scores else "each knob the best configuration changed")
-        + " (bar: median; diamond: default; star: best).",
+        + ("each important knob" if importance.scores else "each knob the recommended configuration changed")
+        + f" (bar: median; diamond: default; star: recommended). {_LOG_NOTE}",
         lambda: figures.knob_effects(job, knobs), "no knob to show")
     if len(job.goal.objectives) >= 2:
+        o2 = job.goal.objectives[1]
         add("pareto", "Pareto front",
-            "Feasible trials on the first two objectives; the non-dominated ones are joined in red.",
-            lambda: figures.pareto(job), "no feasible trial")
+            f"Every completed trial by {objective_heading(o)} and {objective_heading(o2)}; the front is "
+            f"joined in red, the recommendation is the red star, the default the blue diamond. {_LOG_NOTE}",
+            lambda: figures.pareto(job), "no trial with both objectives measured")
     if job.info.get("engine") == "ofat":
         rounds = [r for r in ofat_rounds(job) if len(r.profiles) >= 2]
         if not rounds:
@@ -145,8 +157,8 @@ def _figures(job: JobData, importance: Importance, notes: list[str], progress: P
         for rnd in rounds[:MAX_OFAT_ROUNDS]:
             add(f"ofat_profiles_round{rnd.index + 1}", f"One-factor profiles, round {rnd.index + 1}",
                 "As in the 40 GbE study: each profile is one one-factor change of the round's center "
-                f"(red); min, median and max over the repeats; loss on a log axis (0 drawn at "
-                f"{figures.LOSS_FLOOR:g} %).",
+                f"(red); min, median and max over the repeats; loss below (on a log axis a loss of 0 is drawn "
+                f"at {figures.LOSS_FLOOR:g} %). {_LOG_NOTE}",
                 partial(figures.ofat_profiles, job, rnd), "")
         if len(rounds) > MAX_OFAT_ROUNDS:
             notes.append(f"one-factor rounds after {MAX_OFAT_ROUNDS} are not drawn ({len(rounds)} rounds)")
@@ -156,7 +168,7 @@ def _figures(job: JobData, importance: Importance, notes: list[str], progress: P
 def _job_rows(job: JobData) -> list[tuple[str, str]]:
     i = job.info
     objectives = ", ".join(
-        f"{o.name} ({o.label}, {o.unit}, {'maximise' if o.direction == 'maximize' else 'minimise'})"
+        f"{o.name}: {objective_heading(o)}, {'maximise' if o.direction == 'maximize' else 'minimise'}"
         for o in job.goal.objectives)
     testbed = _e(i["testbed"])
     if job.simulated:
@@ -188,12 +200,34 @@ def _job_rows(job: JobData) -> list[tuple[str, str]]:
         ("trials", _e(f"{i['trials']} ({i['measured']} measured, {i['cached']} from the cache, "
                       f"{i['failed']} failed{runs_total}){stopped}")),
         *stop_row,
-        ("created / finished", _e(f"{i.get('created_at') or '-'} / {i.get('finished_at') or '-'}")),
+        ("created / finished", _e(f"{human_time(i.get('created_at'))} / {human_time(i.get('finished_at'))}")),
     ]
 
 
+def _metric_rows(job: JobData, best: TrialData, default: TrialData | None) -> str:
+    names = [m for m in metrics.DEFINITIONS if m in best.metrics] + sorted(set(best.metrics) - set(metrics.DEFINITIONS))
+    rows = "".join(f"<tr><td>{_e(metrics.heading(m))}</td><td>{_cell(default, m)}</td><td>{_cell(best, m)}</td></tr>"
+                   for m in names)
+    dname = default_label(default) if default else "default (not measured)"
+    return (f"<h3>Metrics: mean [min .. max] over the repeats</h3><table class=grid><tr><th>metric</th>"
+            f"<th>{_e(dname)}</th><th>recommended (trial {best.number})</th></tr>{rows}</table>")
+
+
+def _config_rows(job: JobData, best: TrialData) -> str:
+    default_cfg = job.space.default().as_dict()
+    rows = []
+    for name, knob in job.space.knobs.items():
+        b, d = best.config.get(name), default_cfg.get(name)
+        shown_b = "(inactive)" if name not in best.config else _e(b)
+        shown_d = "(inactive)" if name not in default_cfg else _e(d)
+        rows.append(f"<tr class={'chg' if b != d else 'same'}><td>{_e(name)}</td><td>{shown_b}</td>"
+                    f"<td>{shown_d}</td><td>{_e(knob.unit)}</td><td>{_e(knob.family.value)}</td></tr>")
+    return ("<h3>Configuration (changed knobs highlighted)</h3><table class=grid><tr><th>knob</th>"
+            "<th>recommended</th><th>default</th><th>unit</th><th>family</th></tr>" + "".join(rows) + "</table>")
+
+
 def _best_html(job: JobData) -> str:
-    best, default = job.best, job.default
+    best, default = job.best, job.baseline
     if best is None:
         return "<p>No trial completed: nothing to report.</p>"
     g = gain(job, best)
@@ -202,40 +236,82 @@ def _best_html(job: JobData) -> str:
         parts.append("<p class=warn>No trial met every constraint; this one breaks them the least.</p>")
     parts.append(_table([
         ("trial", _e(best.number)),
-        ("configuration", f"<code>{_e(best.config_hash)}</code>"),
-        (f"{job.objective.label} ({job.objective.unit})", _e(_num(g["value"]))),
+        ("changes from the default", _e(job.changes(best))),
+        ("configuration hash", f"<code>{_e(best.config_hash)}</code>"),
+        *[(objective_heading(o), _e(_num(job.value(best.metrics, o)))) for o in job.goal.objectives],
         ("meets the constraints", "yes" if best.feasible else "no"),
     ]))
-    rows = "".join(
-        f"<tr><td>{_e(m)}</td><td>{_cell(default, m)}</td><td>{_cell(best, m)}</td></tr>"
-        for m in [*METRICS, *sorted(set(best.metrics) - set(METRICS))] if m in best.metrics)
-    dname = f"default (trial {default.number})" if default else "default (not measured)"
-    parts.append(f"<h3>Metrics: mean [min .. max] over the repeats</h3><table class=grid><tr><th>metric</th>"
-                 f"<th>{_e(dname)}</th><th>best (trial {best.number})</th></tr>{rows}</table>")
-    default_cfg = job.space.default().as_dict()
-    crow = []
-    for name, knob in job.space.knobs.items():
-        b, d = best.config.get(name), default_cfg.get(name)
-        changed = b != d
-        shown_b = "(inactive)" if name not in best.config else _e(b)
-        shown_d = "(inactive)" if name not in default_cfg else _e(d)
-        crow.append(f"<tr class={'chg' if changed else 'same'}><td>{_e(name)}</td><td>{shown_b}</td>"
-                    f"<td>{shown_d}</td><td>{_e(knob.unit)}</td><td>{_e(knob.family.value)}</td></tr>")
-    parts.append("<h3>Configuration (changed knobs highlighted)</h3><table class=grid><tr><th>knob</th>"
-                 "<th>best</th><th>default</th><th>unit</th><th>family</th></tr>" + "".join(crow) + "</table>")
+    parts.append(_metric_rows(job, best, default))
+    parts.append(_config_rows(job, best))
     return "".join(parts)
 
 
-def _importance_html(importance: Importance) -> str:
+def _front_rows(job: JobData, front: list[TrialData]) -> list[tuple[TrialData, str, str]]:
+    """(trial, role, row class) of each member of ``front``, then the default and the
+    recommendation when they are not on it."""
+    best, default = job.best, job.baseline
+
+    def role(t: TrialData) -> tuple[str, str]:
+        if best is not None and t.config_hash == best.config_hash:
+            return "&#9733; recommended", "rec"
+        if default is not None and t.config_hash == default.config_hash:
+            return _e(default_label(default).split(" (")[0]), "dflt"
+        return "", "front"
+
+    rows = [(t, *role(t)) for t in front]
+    shown = {t.config_hash for t in front}
+    for extra in (default, best):
+        if extra is not None and extra.completed and extra.config_hash not in shown:
+            text, cls = role(extra)
+            where = ", measured by earlier jobs" if extra.source == "history" else ""
+            rows.append((extra, f"{text} (not on the front{where})", cls))
+            shown.add(extra.config_hash)
+    return rows
+
+
+def _front_html(job: JobData, figure: Section | None) -> str:
+    """A Pareto job's front: one row per member (its objectives and what it changed), the
+    recommendation marked, the default below for comparison; then the figure."""
+    front = job.front()
+    if not front:
+        return "<p>No trial is on the front (no trial completed with every objective measured).</p>"
+    constrained = bool(job.goal.constraints)
+    head = "".join(f"<th>{_e(objective_heading(o, better=True))}</th>" for o in job.goal.objectives)
+    ok_head = "<th>meets the constraints</th>" if constrained else ""
+    rows = _front_rows(job, front)
+    body = "".join(
+        f"<tr class={cls}><td>{role}</td><td>{t.number if t.number >= 0 else '-'}</td>"
+        + "".join(f"<td>{_e(_num(job.value(t.metrics, o)))}</td>" for o in job.goal.objectives)
+        + (f"<td>{'yes' if t.feasible else 'no'}</td>" if constrained else "")
+        + f"<td>{_e(job.changes(t))}</td></tr>"
+        for t, role, cls in rows)
+    intro = (f"<p>{len(front)} configurations are on the front: none is better than another in every objective. "
+             f"The recommendation is the one with the best {_e(job.objective.label)} (the first objective); "
+             f"export another with <code>nictune export {job.job_id} --trial N</code>.</p>")
+    table = (f"<table class=grid id=front-table><tr><th></th><th>trial</th>{head}{ok_head}"
+             f"<th>changes from the default</th></tr>{body}</table>")
+    return intro + table + (_figure_html(figure, titled=False) if figure is not None else "")
+
+
+def _importance_html(importance: Importance, figure: Section | None) -> str:
     if not importance.scores:
         return f"<p>Not computed: {_e(importance.reason)}.</p>"
-    rows = "".join(f"<tr><td>{_e(k)}</td><td>{v:.3f}</td></tr>" for k, v in importance.scores.items())
-    out = (f"<p>{_e(importance.method)}, over {importance.trials} trials.</p>"
-           f"<table class=grid><tr><th>knob</th><th>share</th></tr>{rows}</table>")
+    rows = "".join(f"<tr><td>{_e(k)}</td><td>{_e(_num(v))}</td></tr>" for k, v in importance.scores.items())
+    # The figure's caption says how the shares were computed; without it, a sentence does.
+    out = (_figure_html(figure, titled=False) if figure is not None
+           else f"<p>{_e(importance.method)}, over {importance.trials} trials.</p>")
+    out += f"<table class=grid><tr><th>knob</th><th>share of the variance</th></tr>{rows}</table>"
     if importance.excluded:
         items = "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in importance.excluded.items())
         out += f"<p>Left out:</p><ul>{items}</ul>"
     return out
+
+
+def _figure_html(s: Section, titled: bool = True) -> str:
+    title = f"<h3>{_e(s.title)}</h3>" if titled else ""
+    return (f"<figure id={_e(s.name)}>{title}<img alt=\"{_e(s.title)}\" "
+            f"src=\"data:image/png;base64,{base64.b64encode(s.png).decode('ascii')}\">"
+            f"<figcaption>{_e(s.caption)}</figcaption></figure>")
 
 
 _CSS = """
@@ -246,7 +322,8 @@ h1{margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin
 .simtag{color:#a00}.warn{color:#a00}.gain{font-size:1.1em;font-weight:600}
 table{border-collapse:collapse;margin:.5em 0}th,td{padding:.2em .7em;text-align:left;vertical-align:top}
 table.kv th{color:#555;font-weight:600}table.grid td,table.grid th{border:1px solid #ddd}
-tr.chg td{background:#fde2e2}.rng{color:#777;font-size:.85em}
+tr.chg td{background:#fde2e2}tr.rec td{background:#fde2e2;font-weight:600}
+tr.dflt td{color:#555}.rng{color:#777;font-size:.85em}
 figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #eee}figcaption{color:#444;font-size:.9em}
 code{font-size:.85em}footer{margin-top:2em;color:#777;font-size:.85em}
 """
@@ -257,11 +334,11 @@ def render_html(job: JobData, sections: list[Section], importance: Importance, n
     jid = job.job_id
     sim = (f"<p class=sim><strong>Simulated testbed (a model, not hardware).</strong> {_e(job.info['testbed'])}: "
            f"{_e(SIMULATED_NOTE)}. Measure on your hosts before relying on them.</p>") if job.simulated else ""
-    figs = "".join(
-        f"<figure id={_e(s.name)}><h3>{_e(s.title)}</h3><img alt=\"{_e(s.title)}\" "
-        f"src=\"data:image/png;base64,{base64.b64encode(s.png).decode('ascii')}\">"
-        f"<figcaption>{_e(s.caption)}</figcaption></figure>"
-        for s in sections)
+    placed = {s.name: s for s in sections if s.name in ("pareto", "importance")}
+    figs = "".join(_figure_html(s) for s in sections if s.name not in placed)
+    front = (f"<h2 id=front>Pareto front</h2>\n{_front_html(job, placed.get('pareto'))}\n" if job.pareto else "")
+    best_title = (f"Recommended configuration: the best {job.objective.label} (the first objective)" if job.pareto
+                  else "Best configuration")
     note_html = "".join(f"<li>{_e(n)}</li>" for n in notes)
     exports = "".join(f"<li><code>nictune export {jid} --format {f}</code></li>"
                       for f in ("tuned", "sysctl", "script", "json"))
@@ -275,15 +352,15 @@ def render_html(job: JobData, sections: list[Section], importance: Importance, n
 {sim}
 <h2>Job</h2>
 {_table(_job_rows(job))}
-<h2>Best configuration</h2>
+{front}<h2 id=best>{_e(best_title)}</h2>
 {_best_html(job)}
 <h2>Figures</h2>
 {figs or '<p>No figures: no trial completed.</p>'}
-<h2>Knob importance</h2>
-{_importance_html(importance)}
+<h2 id=importance>Knob importance</h2>
+{_importance_html(importance, placed.get('importance'))}
 <h2>Notes</h2>
 <ul>{note_html or '<li>none</li>'}</ul>
-<p>Apply the best configuration elsewhere:</p><ul>{exports}</ul>
+<p>Apply the recommended configuration elsewhere:</p><ul>{exports}</ul>
 <footer>Generated by nictune {_e(__version__)} on {_e(when)}.</footer>
 </body></html>
 """

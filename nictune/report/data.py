@@ -14,14 +14,18 @@ import math
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.engine import Engine as DbEngine
 
 from nictune import db
 from nictune.errors import InvalidInputError, MeasurementError
+from nictune.formatting import format_number
 from nictune.jobs import job_report
+from nictune.jobs.report import knob_changes
 from nictune.optimizer import Goal, Objective
+from nictune.optimizer.pareto import MultiScore, pareto_front
 from nictune.search_spaces import SearchSpace, space_from_dict
 
 #: What a report says wherever a simulated testbed's numbers appear.
@@ -123,12 +127,65 @@ class JobData:
         # A default known only from earlier jobs (warm start) is not a trial of this job.
         return self.trial(int(default["number"])) if default and default.get("number") is not None else None
 
-    def value(self, metrics: Mapping[str, float]) -> float:
-        """The objective in natural units (NaN when a metric is missing)."""
+    @property
+    def baseline(self) -> TrialData | None:
+        """The default configuration's figures for comparison: this job's trial of it, else what
+        earlier jobs measured of it on the same testbed and workload (a warm-started job
+        skips the default); then ``source`` is ``history`` and ``number`` is -1."""
+        own = self.default
+        known = self.info.get("default")
+        if own is not None or not known or not known.get("metrics"):
+            return own
+        found = {k: float(v) for k, v in known["metrics"].items()}
+        return TrialData(number=-1, state="completed", source="history", config=dict(known["config"]),
+                         config_hash=str(known["config_hash"]), metrics=found,
+                         spread={k: dict(v) for k, v in (known.get("spread") or {}).items()},
+                         feasible=self.goal.score(found).feasible)
+
+    def value(self, metrics: Mapping[str, float], objective: Objective | None = None) -> float:
+        """``objective`` (by default the first) in natural units (NaN when a metric is missing)."""
         try:
-            return float(self.objective.value(metrics))
+            return float((objective or self.objective).value(metrics))
         except MeasurementError:  # a metric missing from an odd trial: leave it out of figures
             return math.nan
+
+    @property
+    def pareto(self) -> bool:
+        """The job has several objectives: it is presented as a front first."""
+        return len(self.goal.objectives) >= 2
+
+    def changes(self, trial: TrialData) -> str:
+        """What ``trial`` changed from the space's default: ``mtu=9000, rx_ring=4096``.
+
+        A knob the trial left inactive (its parent's mode is off) reads ``knob off``.
+        """
+        shown = [f"{c['knob']}={c['best']}" if c["best"] is not None else f"{c['knob']} off"
+                 for c in knob_changes(self.space, trial.config)]
+        return ", ".join(shown) or "(the default configuration)"
+
+    def front(self) -> list[TrialData]:
+        """The job's Pareto front, best first objective first.
+
+        The front the job stored when it finished (what ``history show`` and the dashboard
+        list); for a job that stored none, the non-dominated completed trials (one trial per
+        configuration).
+        """
+        stored = [f["number"] for f in self.info.get("front") or []]
+        members = [t for t in (self.trial(n) for n in stored) if t.completed]
+        if not members:
+            items = []
+            seen: set[str] = set()
+            for t in self.completed:
+                if t.config_hash in seen:
+                    continue
+                seen.add(t.config_hash)
+                try:
+                    items.append((t, MultiScore.from_goal(self.goal, t.metrics)))
+                except (MeasurementError, ValueError):
+                    continue
+            members = [t for t, _ in pareto_front(items)]
+        sign = -1.0 if self.objective.direction == "maximize" else 1.0
+        return sorted(members, key=lambda t: (sign * self.value(t.metrics), t.number))
 
     def repeat_values(self, trial: TrialData) -> list[float]:
         """The objective of each repeat (the mean alone when the repeats are unknown)."""
@@ -179,10 +236,17 @@ def load_job(dbe: DbEngine, job_id: int) -> JobData:
     return JobData(info=info, space=space, goal=goal, trials=trials)
 
 
-def _fmt(value: float) -> str:
-    if not math.isfinite(value):
-        return str(value)
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+def human_time(iso: str | None) -> str:
+    """``2026-11-27 09:14 UTC`` for an ISO timestamp (naive ones are UTC); ``-`` for none."""
+    if not iso:
+        return "-"
+    try:
+        when = datetime.fromisoformat(iso)
+    except ValueError:
+        return iso
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC)
+    return when.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def gain(job: JobData, trial: TrialData) -> dict[str, Any]:
@@ -200,7 +264,7 @@ def gain(job: JobData, trial: TrialData) -> dict[str, Any]:
                            "value": value, "default": None, "change_pct": None, "better": None}
     where = f" on {job.info['testbed']}" + (" (simulated: a model, not hardware)" if job.simulated else "")
     if default is None or not default.completed:
-        out["text"] = (f"{o.label} {_fmt(value)} {o.unit} (trial {trial.number}); the default configuration "
+        out["text"] = (f"{o.label} {format_number(value)} {o.unit} (trial {trial.number}); the default configuration "
                        f"was not measured in job {job.job_id}{where}")
         return out
     base = job.value(default.metrics)
@@ -210,8 +274,9 @@ def gain(job: JobData, trial: TrialData) -> dict[str, Any]:
     out["better"] = value > base if o.direction == "maximize" else value < base
     shown = f"{change:+.1f}%" if change is not None else "n/a"
     better = "higher is better" if o.direction == "maximize" else "lower is better"
-    out["text"] = (f"{o.label} {_fmt(value)} {o.unit} (trial {trial.number}) vs {_fmt(base)} {o.unit} "
-                   f"for the default (trial {default.number}): {shown}, {better}; measured{where}")
+    out["text"] = (f"{o.label} {format_number(value)} {o.unit} (trial {trial.number}) vs "
+                   f"{format_number(base)} {o.unit} for the default (trial {default.number}): {shown}, {better}; "
+                   f"measured{where}")
     return out
 
 
@@ -220,4 +285,4 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else math.nan
 
 
-__all__ = ["SIMULATED_NOTE", "JobData", "TrialData", "gain", "load_job", "median"]
+__all__ = ["SIMULATED_NOTE", "JobData", "TrialData", "gain", "human_time", "load_job", "median"]

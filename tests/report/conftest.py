@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 
 from nictune.db import open_database
 from nictune.jobs import JobRunner, JobSpec, create_job
+from nictune.report import Report, build_report
 
 
 @dataclass
@@ -50,3 +51,18 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jobs]:
         yield Jobs(url=url, engine=dbe, **ids)
     finally:
         dbe.dispose()
+
+
+@pytest.fixture(scope="session")
+def ga_report(jobs: Jobs, tmp_path_factory: pytest.TempPathFactory) -> Report:
+    return build_report(jobs.engine, jobs.ga, tmp_path_factory.mktemp("ga-report"))
+
+
+@pytest.fixture(scope="session")
+def ofat_report(jobs: Jobs, tmp_path_factory: pytest.TempPathFactory) -> Report:
+    return build_report(jobs.engine, jobs.ofat, tmp_path_factory.mktemp("ofat-report"))
+
+
+@pytest.fixture(scope="session")
+def multi_report(jobs: Jobs, tmp_path_factory: pytest.TempPathFactory) -> Report:
+    return build_report(jobs.engine, jobs.multi, tmp_path_factory.mktemp("multi-report"))

@@ -38,21 +38,6 @@ def inline_figures(html: str) -> dict[str, bytes]:
     return {name: base64.b64decode(data) for name, data in found}
 
 
-@pytest.fixture(scope="module")
-def ga_report(jobs: Jobs, tmp_path_factory: pytest.TempPathFactory) -> Report:
-    return build_report(jobs.engine, jobs.ga, tmp_path_factory.mktemp("ga-report"))
-
-
-@pytest.fixture(scope="module")
-def ofat_report(jobs: Jobs, tmp_path_factory: pytest.TempPathFactory) -> Report:
-    return build_report(jobs.engine, jobs.ofat, tmp_path_factory.mktemp("ofat-report"))
-
-
-@pytest.fixture(scope="module")
-def multi_report(jobs: Jobs, tmp_path_factory: pytest.TempPathFactory) -> Report:
-    return build_report(jobs.engine, jobs.multi, tmp_path_factory.mktemp("multi-report"))
-
-
 def test_report_has_every_figure_inline_and_as_valid_png_files(ga_report: Report) -> None:
     html = ga_report.html.read_text(encoding="utf-8")
     inline = inline_figures(html)
@@ -74,7 +59,7 @@ def test_report_has_every_figure_inline_and_as_valid_png_files(ga_report: Report
                 alts.append(dict(attrs).get("alt"))
 
     Images().feed(html)
-    assert len(alts) == len(inline) and "Default vs best" in alts and not any("'" in (a or "'") for a in alts)
+    assert len(alts) == len(inline) and "Default vs recommended" in alts and not any("'" in (a or "'") for a in alts)
 
 
 def test_single_objective_job_has_no_pareto_and_no_profile_figure(ga_report: Report) -> None:
@@ -89,7 +74,7 @@ def test_report_shows_the_best_trial_numbers_and_configuration(jobs: Jobs, ga_re
     best, default = info["best"], info["default"]
     assert best is not None and default is not None
     assert best["config_hash"] in html
-    assert f"best (trial {best['number']})" in html
+    assert f"recommended (trial {best['number']})" in html
     for metric in ("throughput_gbps", "loss_pct", "cpu_rx_pct", "interrupts_per_gb"):
         assert fmt(best["metrics"][metric]) in html, metric
         assert fmt(default["metrics"][metric]) in html, metric
