@@ -182,7 +182,8 @@ function legendRow(left, entries) {
   for (const entry of entries) {
     if (!entry) continue;
     const [symbol, text] = entry;
-    const width = symbol.tagName === "line" ? 28 : 13;
+    const r = Number(symbol.getAttribute("r") || 4);
+    const width = symbol.tagName === "line" ? 28 : symbol.tagName === "circle" ? 2 * r + 6 : 14;
     legend.append(s("g", {transform: `translate(${x},0)`}, symbol, s("text", {x: width, y: 4}, text)));
     x += width + text.length * 6.2 + 18;
   }

@@ -16,6 +16,12 @@ export function compareValues(a, b) {
   return String(a).localeCompare(String(b), "en", {numeric: true});
 }
 
+/** A header's text with a line-break opportunity after each "/" (segments/<wbr>run), so a
+ *  unit does not set its column's width. */
+function breakable(label) {
+  return String(label).split("/").flatMap((part, i) => (i ? ["/", h("wbr"), part] : [part]));
+}
+
 /**
  * @typedef {{key: string, label: string, value: (row: any) => any, cell?: (row: any) => any,
  *            numeric?: boolean, wrap?: boolean, title?: string}} Column
@@ -85,7 +91,7 @@ export class SortableTable {
       const arrow = active ? (this.descending ? " ▼" : " ▲") : "";
       return h("th", {class: [c.numeric ? "num" : null, c.wrap ? "wrap" : null], "aria-sort": active ? (this.descending ? "descending" : "ascending") : "none",
                       title: c.title || null, "data-key": c.key},
-        h("button", {type: "button", class: "sort", onclick: () => this.sortBy(c.key)}, c.label, arrow));
+        h("button", {type: "button", class: "sort", onclick: () => this.sortBy(c.key)}, breakable(c.label), arrow));
     }));
     const rows = this.sorted();
     const pages = Math.max(1, Math.ceil(rows.length / this.pageSize));

@@ -63,7 +63,9 @@ export function trialColumns(trials, job) {
   // Only when it tells something: a trial that failed, or one answered from the cache.
   if (trials.some((t) => t.state !== "completed" || t.source !== "measured")) {
     cols.push({key: "state", label: "State", value: (t) => `${t.state} ${t.source}`,
-               cell: (t) => h("span", {}, stateBadge(t.state), t.source === "cache" ? h("span", {class: "muted"}, " cache") : null)});
+               title: "a trial's state when it did not complete; cache: answered from earlier measurements",
+               cell: (t) => h("span", {}, t.state !== "completed" ? stateBadge(t.state) : null,
+                 t.source === "cache" ? h("span", {class: "muted", title: "answered from the cache"}, "cache") : null)});
   }
   if (job.constrained) {
     cols.push({key: "feasible", label: "Feasible", value: (t) => (t.score ? t.score.feasible : null),

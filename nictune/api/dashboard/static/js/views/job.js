@@ -294,7 +294,9 @@ export function render(root, ctx, jobId) {
                             budget: st.job ? st.job.budget : trials.length, label: obj.label, unit: obj.unit,
                             direction: obj.direction, constrained: Boolean(st.job && st.job.constraints.length)});
     document.getElementById("chart-caption").textContent =
-      `${obj.label} of each trial in ${obj.unit} (${directionText(obj)})` + (st.job && st.job.simulated ? " — simulated (a model)" : "");
+      `${obj.label} of each trial in ${obj.unit} (${directionText(obj)})` +
+      (st.job && st.job.objectives.length > 1 ? ` — the first of ${st.job.objectives.length} objectives; the Pareto front above shows them together` : "") +
+      (st.job && st.job.simulated ? " — simulated (a model)" : "");
   }
 
   function drawCompare() {
