@@ -36,9 +36,8 @@ function ranText(job) {
 
 /** How many runs a configuration gets: adaptive with racing, always `repeats` without. */
 function repeatsText(job) {
-  return job.racing
-    ? `racing: each configuration run once, the best again, the recommended one up to ${job.repeats} times`
-    : `${job.repeats} run${job.repeats === 1 ? "" : "s"} per configuration`;
+  if (!job.racing || job.repeats === 1) return `${job.repeats} run${job.repeats === 1 ? "" : "s"} per configuration`;
+  return `racing: each configuration run once, the best again, the recommended one up to ${job.repeats} times`;
 }
 
 function change(base, value) {
