@@ -4,7 +4,12 @@ The service runs in a subprocess (uvicorn on 127.0.0.1, a temporary SQLite file,
 down with ``trial_delay_s``) with the dashboard routers included. A job on ``sim:benson-40g``
 is submitted through the API; the browser opens the job list, opens the running job, sees its
 progress advance and its convergence chart drawn, sorts the trials, downloads an export, and
-saves a screenshot under the test's temporary directory.
+saves screenshots under the test's temporary directory (and in /tmp/nictune-screens/ with
+``NICTUNE_SCREENSHOTS=1``): the job page, a Pareto job's page and the history page.
+
+Issue 33: every page fits 1280 px without horizontal scrolling, a trial is shown by the knobs it
+changed, metrics carry their label and unit, and numbers print exactly as the CLI prints them
+(js/format.js checked on the same table of cases as nictune.formatting.format_number).
 
 Without Chromium or Playwright the tests are skipped, unless ``$CI`` is set: then they fail.
 """
@@ -29,7 +34,9 @@ import pytest
 from typer.testing import CliRunner
 
 from nictune.cli import token as token_cli
+from nictune.formatting import format_number
 from tests.api.server import Server, free_port
+from tests.dashboard.format_cases import format_cases
 from tests.environment import unavailable
 
 pytestmark = pytest.mark.slow
@@ -40,6 +47,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 #: Pause after every trial, so the job is still running while the browser watches.
 TRIAL_DELAY_S = 0.25
+#: The width the pages must fit without horizontal scrolling.
+VIEWPORT = {"width": 1280, "height": 900}
+#: Where screenshots are copied for a person to look at when NICTUNE_SCREENSHOTS=1.
+SCREENS = Path("/tmp/nictune-screens")
 
 
 def _require_browser() -> Any:
@@ -107,6 +118,54 @@ def wait_until(page: Any, predicate: str, timeout: float = 15.0) -> Any:
         time.sleep(0.1)
 
 
+def save_screenshot(page: Any, tmp_path: Path, name: str) -> Path:
+    """A full-page screenshot under the test's directory (copied to SCREENS with NICTUNE_SCREENSHOTS=1)."""
+    path = tmp_path / name
+    page.screenshot(path=str(path), full_page=True)
+    if os.environ.get("NICTUNE_SCREENSHOTS") == "1":
+        SCREENS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, SCREENS / name)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return path
+
+
+def assert_fits(page: Any, width: int = VIEWPORT["width"]) -> None:
+    """The page needs no horizontal scrolling, and no table scrolls inside its own box either
+    (a column cut off at the right edge of a scroll box is as hidden as one off the page)."""
+    sizes = page.evaluate("""() => ({page: document.documentElement.scrollWidth,
+        boxes: [...document.querySelectorAll('#view .scroll')].filter((e) => e.offsetParent !== null)
+                 .map((e) => [e.closest('[id]')?.id, e.scrollWidth, e.clientWidth])})""")
+    assert sizes["page"] <= width, sizes
+    assert all(scroll <= client for _, scroll, client in sizes["boxes"]), sizes
+
+
+def expected_changes(config: dict[str, Any], default: dict[str, Any]) -> list[str]:
+    """``knob=value`` for each knob ``config`` sets differently from the job's default (the API's
+    GET /v1/jobs/ID/default), as the dashboard spells it."""
+    def text(v: Any) -> str:
+        return ("on" if v else "off") if isinstance(v, bool) else str(v)
+    return [f"{k}={text(v)}" for k, v in config.items() if default["config"].get(k, object()) != v]
+
+
+def assert_trials_show_their_changes(page: Any, trials: list[dict[str, Any]], default: dict[str, Any]) -> None:
+    """Each row of the trials table names the knobs its trial changed (the hash only in a tooltip)."""
+    page.wait_for_selector("#trials td .changes")
+    index = page.eval_on_selector("#trials thead tr",
+                                  "tr => [...tr.children].findIndex(th => th.dataset.key === 'changes')")
+    cells = dict(page.eval_on_selector_all(
+        "#trials tbody tr", f"rows => rows.map(r => [r.children[0].textContent, r.children[{index}].textContent])"))
+    assert len(cells) == len(trials)
+    for trial in trials:
+        cell = cells[str(trial["number"])]
+        wanted = expected_changes(trial["config"], default)
+        if wanted:  # in the space's order, which the test does not know: compared as a set
+            assert sorted(cell.split(" ")) == sorted(wanted), (trial["number"], wanted, cell)
+        else:
+            assert cell == "default configuration", (trial["number"], cell)
+        assert trial["config_hash"][:12] not in cell
+    assert any("mtu=9000" in cell.split(" ") for cell in cells.values()), cells  # a trial that set it
+
+
 def cli_token(db_url: str, role: str, name: str) -> str:
     """A token made by ``nictune token create``."""
     result = CliRunner().invoke(token_cli.app, ["create", "--role", role, "--name", name, "--db", db_url])
@@ -150,7 +209,7 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
         with sync_api.sync_playwright() as playwright:
             context = playwright.chromium.launch_persistent_context(
                 str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-                viewport={"width": 1280, "height": 900}, accept_downloads=True)
+                viewport=VIEWPORT, accept_downloads=True)
             try:
                 page = context.new_page()
                 requests: list[str] = []
@@ -173,6 +232,7 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
                 assert "simulated (a model)" in row.inner_text()
                 assert row.locator("progress").count() == 1
                 assert row.locator("[data-state]").inner_text() in ("pending", "running")
+                assert_fits(page)  # every column of the job list, at 1280 px
 
                 # The job page: progress advances live (from the event stream).
                 link.click()
@@ -195,7 +255,8 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
 
                 # Default vs best, and the best so far.
                 compare = page.inner_text("#default-vs-best")
-                assert "Default" in compare and "Best" in compare and "throughput_gbps" in compare
+                assert "Default" in compare and "Best" in compare and "throughput (Gbit/s)" in compare
+                assert "throughput_gbps" not in compare  # labels and units, not code names
                 assert "Gbit/s" in page.inner_text("#best-so-far")
 
                 # The trials table sorts by any column: throughput, descending after two clicks.
@@ -209,6 +270,12 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
                     "#trials tbody tr",
                     f"rows => rows.map(r => Number(r.children[{index}].textContent.replace(/,/g, '')))")
                 assert len(values) >= 3 and values == sorted(values, reverse=True)
+                # Headers from nictune's metric definitions; the drop counters in one column, all in 1280 px.
+                headers = page.eval_on_selector_all("#trials thead th", "ths => ths.map(th => th.textContent)")
+                assert "throughput (Gbit/s) ★" in headers[1] and "interrupts (per GB)" in headers
+                assert "drops (per run)" in headers and not any("_" in h for h in headers), headers
+                assert not any("latency" in h for h in headers)  # a tcp job measures no latency
+                assert_fits(page)
 
                 # An export download (fetched with the token, saved by the browser).
                 with page.expect_download() as download_info:
@@ -224,7 +291,7 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
                 page.click("#cancel")
                 wait_until(page, "() => document.querySelector('#notice')?.textContent.includes('may not')")
 
-                page.screenshot(path=str(screenshot), full_page=True)
+                save_screenshot(page, tmp_path, screenshot.name)
 
                 # The history page: best configurations per testbed and workload.
                 page.goto(f"{server.url}/#/history")
@@ -232,7 +299,10 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
                 assert page.wait_for_selector(f"{card} .workload[data-workload='tcp'] table") is not None
                 assert "simulated (a model)" in page.inner_text(card)
                 assert "90% CI" in page.inner_text(card) and "±" in page.inner_text(card)
-                page.screenshot(path=str(tmp_path / "dashboard-history.png"), full_page=True)
+                check_history_ranking(page, api, card)
+                page.wait_for_selector(f"{card} .workload[data-workload='tcp'] td .changes")
+                assert_fits(page)
+                save_screenshot(page, tmp_path, "dashboard-history.png")
 
                 assert not errors, errors
                 assert requests and all(url.startswith(f"{server.url}/") for url in requests), requests
@@ -244,6 +314,29 @@ def test_the_dashboard_follows_a_running_job(service: Service, tmp_path: Path) -
 
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert screenshot.stat().st_size > 10_000
+
+
+def check_history_ranking(page: Any, api: httpx.Client, card: str) -> None:
+    """The history page says configurations are ranked by the lower confidence bound, and its rows
+    are in that order; every interval prints as format_number prints it (as the CLI does)."""
+    text = " ".join(page.inner_text("#history-ranking").split())
+    assert "ranked by the interval's conservative end: the lower confidence bound when higher is better" in text
+    assert "scored on the mean" not in text
+    best = api.get("/v1/history/best", params={"testbed": "sim:benson-40g", "workload": "tcp",
+                                               "objective": "throughput", "top": 10}).json()
+    table = f"{card} .workload[data-workload='tcp'] table"
+    rows = page.eval_on_selector_all(f"{table} tbody tr",
+                                     "rows => rows.map(r => [...r.children].map(c => c.textContent))")
+    heads = page.eval_on_selector_all(f"{table} thead th", "ths => ths.map(th => th.dataset.key)")
+    assert heads[:3] == ["rank", "value", "bound"]
+    assert len(rows) == len(best["items"]) >= 2
+    lows = [item["interval"]["low"] for item in best["items"]]
+    assert lows == sorted(lows, reverse=True)  # what the API ranks by ...
+    for row, item in zip(rows, best["items"], strict=True):  # ... is the column the page shows
+        iv = item["interval"]
+        assert row[0] == str(item["rank"])
+        assert row[1] == f"{format_number(item['objective_value'])} ± {format_number((iv['high'] - iv['low']) / 2)}"
+        assert row[2] == format_number(iv["low"])
 
 
 def _finished_job(service: Service, body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -260,13 +353,23 @@ def _finished_job(service: Service, body: dict[str, Any]) -> tuple[dict[str, Any
     return job, trials
 
 
+def _default_of(service: Service, job_id: int) -> dict[str, Any]:
+    """GET /v1/jobs/ID/default: the default configuration of the job's space."""
+    answer = httpx.get(f"{service.server.url}/v1/jobs/{job_id}/default",
+                       headers={"Authorization": f"Bearer {service.read_token}"})
+    assert answer.status_code == 200, answer.text
+    default: dict[str, Any] = answer.json()
+    return default
+
+
 @contextmanager
 def _job_page(service: Service, tmp_path: Path, job_id: int) -> Iterator[Any]:
     """Chromium on the dashboard, logged in with the read token, on the page of ``job_id``."""
     sync_api = _require_browser()
     with sync_api.sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+            viewport=VIEWPORT)
         try:
             page = context.new_page()
             errors: list[str] = []
@@ -286,7 +389,8 @@ def test_a_finished_job_shows_its_recommendation_with_its_interval(service: Serv
     """The page's headline is the job's recommendation (best lower confidence bound), as the
     CLI and the API give it, not the luckiest single run."""
     _require_browser()
-    job, _ = _finished_job(service, {"budget": 8, "seed": 3})
+    job, trials = _finished_job(service, {"budget": 8, "seed": 3})
+    default = _default_of(service, job["id"])
     rec = job["recommendation"]
     assert rec and rec["n"] >= 2 and job["noise"]["objective"]["cv"] > 0
 
@@ -294,7 +398,8 @@ def test_a_finished_job_shows_its_recommendation_with_its_interval(service: Serv
         wait_until(page, "() => document.querySelector('#best-so-far')?.textContent.includes('Recommended')")
         headline = page.inner_text("#best-so-far")
         mean = page.evaluate("() => document.querySelector('#best-value').textContent")
-        assert float(mean.split(" ± ")[0]) == pytest.approx(rec["mean"], abs=0.005) and "Gbit/s" in mean  # 4 digits
+        # The interval as the CLI prints it: format_number for the mean and for the half width.
+        assert mean == f"{format_number(rec['mean'])} ± {format_number((rec['high'] - rec['low']) / 2)} Gbit/s"
         assert f"n={rec['n']}, 90% CI" in headline and f"trial {rec['number']}" in headline
         assert f"{job['noise']['objective']['cv'] * 100:.1f} % coefficient of variation" in headline
         # Default vs best is drawn once the default configuration has loaded.
@@ -302,7 +407,14 @@ def test_a_finished_job_shows_its_recommendation_with_its_interval(service: Serv
         assert page.locator("#front-card").is_hidden()  # one objective: no Pareto front
         # The job's notice: the model of sim:benson-40g has no term for the space's tx_ring.
         assert job["notices"] and job["notices"][0] in " ".join(page.inner_text("body").split())
-        page.screenshot(path=str(tmp_path / "dashboard-finished-job.png"), full_page=True)
+        # What racing did, not "8 trials x 3 repeats": the benchmark runs the job made.
+        facts = " ".join(page.inner_text("#job-facts").split())
+        assert job["racing"] and job["runs"] and f"{job['runs']} benchmark runs" in facts and "×" not in facts
+        assert f"8 trials ({job['progress']['measured']} measured, {job['progress']['cached']} from the cache)" in facts
+        assert_trials_show_their_changes(page, trials, default)
+        assert "breaks a constraint" not in (page.text_content("#convergence .legend") or "")  # the job has none
+        assert_fits(page)
+        save_screenshot(page, tmp_path, "dashboard-finished-job.png")
 
 
 def test_a_two_objective_job_shows_its_pareto_front(service: Service, tmp_path: Path) -> None:
@@ -310,21 +422,49 @@ def test_a_two_objective_job_shows_its_pareto_front(service: Service, tmp_path: 
     the trials table."""
     _require_browser()
     job, trials = _finished_job(service, {"objectives": ["throughput", "interrupts"], "budget": 10, "seed": 4})
+    default = _default_of(service, job["id"])
     front = sorted(f["number"] for f in job["front"])
     completed = [t for t in trials if t["state"] == "completed"]
     assert 1 <= len(front) < len(completed)
+    recommended = job["recommendation"]["number"]
+    assert recommended in front
+    # Log axes where the values span more than 100x (the default's point included).
+    points = [t["metrics"] for t in completed] + ([default["trial"]["metrics"]] if default["trial"] else [])
+    throughput = [m["throughput_gbps"] for m in points]
+    per_gb = [m["interrupts_per_gb"] for m in points]
 
     with _job_page(service, tmp_path, job["id"]) as page:
         page.wait_for_selector("#front-table tbody tr")
         assert sorted(int(n) for n in page.eval_on_selector_all(
             "#front-table tbody tr", "rows => rows.map(r => r.dataset.trial)")) == front
-        header = page.inner_text("#front-table thead").lower()
-        assert "throughput" in header and "interrupts" in header
+        header = " ".join(page.inner_text("#front-table thead").split())
+        assert "throughput (Gbit/s)" in header and "interrupts per GB (interrupts/GB)" in header
+        # The front comes first, right under the job's facts; the recommended member is marked.
+        order = page.evaluate("() => [...document.querySelectorAll('#view > section')].map(s => s.id || "
+                              "s.querySelector('[id]')?.id)")
+        assert order.index("front-card") == 1, order
+        assert page.get_attribute("#front-table tr.recommended", "data-trial") == str(recommended)
+        assert page.get_attribute("#pareto .recommended", "data-trial") == str(recommended)
+        assert page.locator("#pareto .default-pt").count() == (1 if default["trial"] else 0)
+        legend = page.text_content("#pareto .legend") or ""
+        assert "recommended" in legend and "breaks a constraint" not in legend  # no constraint: no such entry
+        for axis, values in (("xscale", throughput), ("yscale", per_gb)):
+            wanted = "log" if max(values) / min(values) > 100 else "linear"
+            assert page.get_attribute("#pareto", f"data-{axis}") == wanted, (axis, min(values), max(values))
+        # The trials table shows the objective in its unit: interrupts per GB, not per second.
+        page.wait_for_selector("#trials th[data-key='m:interrupts_per_gb']")
+        assert "interrupts per GB (interrupts/GB) ★" in page.inner_text("#trials th[data-key='m:interrupts_per_gb']")
+        cells = page.eval_on_selector_all(
+            "#trials tbody tr", "rows => rows.map(r => r.children[[...r.closest('table').querySelectorAll('thead th')]"
+                                ".findIndex(th => th.dataset.key === 'm:interrupts_per_gb')].textContent)")
+        assert sorted(cells) == sorted(format_number(t["metrics"]["interrupts_per_gb"]) for t in completed)
+        assert_trials_show_their_changes(page, completed, default)
         assert page.get_attribute("#pareto", "data-front") == str(len(front))
         assert page.get_attribute("#pareto", "data-points") == str(len(completed))
         assert f"{len(front)} configuration" in page.inner_text("#front-info")
         wait_until(page, f"() => document.querySelectorAll('#trials tbody tr.on-front').length === {len(front)}")
-        page.screenshot(path=str(tmp_path / "dashboard-pareto-front.png"), full_page=True)
+        assert_fits(page)
+        save_screenshot(page, tmp_path, "dashboard-pareto-front.png")
 
 
 def test_a_job_whose_engine_ran_out_says_so_by_its_progress(service: Service, tmp_path: Path) -> None:
@@ -340,9 +480,34 @@ def test_a_job_whose_engine_ran_out_says_so_by_its_progress(service: Service, tm
         assert text.startswith("8 / 20 trials") and "nothing left to propose after 8 trials" in text
 
 
-def test_the_event_stream_parser(service: Service) -> None:
-    """The dashboard's SSE parser (js/sse.js), run in Chromium on frames split at awkward places."""
+@pytest.fixture(scope="module")
+def blank_page(service: Service) -> Iterator[Any]:
+    """A Chromium page on the dashboard (no token), for the tests of its pure JavaScript modules."""
     sync_api = _require_browser()
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{service.server.url}/")
+            yield page
+        finally:
+            browser.close()
+
+
+def test_the_dashboard_formats_numbers_as_the_cli_does(blank_page: Any) -> None:
+    """js/format.js on the table of cases format_number is tested on (test_format_number.py):
+    the same text for every value, ties rounded to even as Python does."""
+    cases = format_cases()
+    got = blank_page.evaluate("""async (values) => {
+        const {formatNumber} = await import('./static/js/format.js');
+        const special = {nan: NaN, inf: Infinity, '-inf': -Infinity};
+        return values.map((v) => formatNumber(typeof v === 'string' ? special[v] : v));
+    }""", [c["value"] for c in cases])
+    assert [(c["value"], text) for c, text in zip(cases, got, strict=True)] == [(c["value"], c["text"]) for c in cases]
+
+
+def test_the_event_stream_parser(blank_page: Any) -> None:
+    """The dashboard's SSE parser (js/sse.js), run in Chromium on frames split at awkward places."""
     stream = ('id: 0\r\nevent: trial\r\ndata: {"number":0}\r\n\r\n'
               ": keep-alive\n\n"
               "event: state\ndata: {\"state\":\n"
@@ -367,14 +532,7 @@ def test_the_event_stream_parser(service: Service) -> None:
         }
         return runs;
     }"""
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.goto(f"{service.server.url}/")
-            runs = page.evaluate(script, [stream, [1, 2, 3, 7, 13, len(stream)]])
-        finally:
-            browser.close()
+    runs = blank_page.evaluate(script, [stream, [1, 2, 3, 7, 13, len(stream)]])
     for run in runs:
         assert run["events"] == expected
         assert run["retry"] == 2500

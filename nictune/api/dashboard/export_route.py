@@ -77,6 +77,8 @@ class JobDefault(BaseModel):
     config_hash: str = Field(description="Hash of the default configuration (compare with trials' config_hash).")
     config: dict[str, Any] = Field(description="Knob -> default value (active knobs only).")
     units: dict[str, str] = Field(description="Knob -> unit, for every knob of the space that has one.")
+    knobs: list[str] = Field(default_factory=list, description="The space's knobs in its order (the order a "
+                                                               "configuration's changes are listed in).")
     trial: DefaultTrial | None = Field(description="The trial that measured the default; null if none did (yet).")
     history: DefaultHistory | None = Field(
         None, description="When no trial of the job measured the default: its earlier measurements on this "
@@ -181,7 +183,8 @@ def export_router() -> APIRouter:
             simulated = job.testbed.kind == "sim"
             return JobDefault(
                 job_id=job_id, space=job.space_name, config_hash=default.hash, config=default.as_dict(),
-                units={name: knob.unit for name, knob in space.knobs.items() if knob.unit}, trial=measured,
+                units={name: knob.unit for name, knob in space.knobs.items() if knob.unit}, knobs=list(space.knobs),
+                trial=measured,
                 history=history,
                 objective=get_objective(str(job.objectives[0])).describe(), simulated=simulated,
                 note=sim_note(simulated))

@@ -25,8 +25,8 @@ from fastapi import APIRouter, Header, Path, Response
 from nictune import __version__
 from nictune.api.errors import ApiError
 from nictune.api.views import SIM_NOTE
-from nictune.measure._base import METRICS
 from nictune.measure.workloads import DESCRIPTIONS, WORKLOADS
+from nictune.metrics import DEFINITIONS
 from nictune.optimizer import OBJECTIVES
 
 #: The placeholder in ``index.html`` that :func:`dashboard_router` replaces with :func:`page_meta`.
@@ -102,13 +102,21 @@ def load_assets() -> dict[str, Asset]:
     return _walk(resources.files(__package__ or "nictune.api.dashboard").joinpath("static"))
 
 
+def metric_definitions() -> dict[str, dict[str, Any]]:
+    """nictune's one table of metric definitions (:data:`nictune.metrics.DEFINITIONS`), in its
+    order: name -> label, unit, heading (``throughput (Gbit/s)``), description, better, per_run.
+    The page takes every metric's label and unit from here."""
+    return {name: {"label": d.label, "unit": d.unit, "heading": d.heading, "description": d.description,
+                   "better": d.better, "per_run": d.per_run} for name, d in DEFINITIONS.items()}
+
+
 def page_meta() -> dict[str, Any]:
     """What the page needs to know about this server: version, objectives, workloads, metrics."""
     return {
         "version": __version__,
         "objectives": [o.describe() for o in OBJECTIVES.values()],
         "workloads": [{"name": name, "description": DESCRIPTIONS.get(name, "")} for name in WORKLOADS],
-        "metrics": dict(METRICS),
+        "metrics": metric_definitions(),
         "sim_note": SIM_NOTE,
     }
 
@@ -157,4 +165,5 @@ def dashboard_router(assets: Mapping[str, Asset] | None = None) -> APIRouter:
     return router
 
 
-__all__ = ["CONTENT_SECURITY_POLICY", "Asset", "dashboard_router", "load_assets", "page_meta", "render_index"]
+__all__ = ["CONTENT_SECURITY_POLICY", "Asset", "dashboard_router", "load_assets", "metric_definitions", "page_meta",
+           "render_index"]

@@ -1,6 +1,8 @@
 // DOM building and formatting helpers. Every text goes through textContent (never innerHTML),
 // so names and values from the API cannot inject markup.
 
+import {formatNumber} from "./format.js";
+
 const SVG_NS = "http://www.w3.org/2000/svg";
 
 /**
@@ -49,21 +51,15 @@ export function fill(el, ...children) {
   return el;
 }
 
-/** A number for people: 4 significant digits, thousands separated, "–" when missing. */
-export function num(value, digits = 4) {
-  if (value === null || value === undefined || value === "") return "–";
-  if (typeof value !== "number") return String(value);
-  if (!Number.isFinite(value)) return value > 0 ? "∞" : value < 0 ? "−∞" : "–";
-  const abs = Math.abs(value);
-  if (abs >= 10 ** digits) return Math.round(value).toLocaleString("en-US");
-  if (abs !== 0 && abs < 1e-3) return value.toExponential(2);
-  return Number(value.toPrecision(digits)).toLocaleString("en-US", {maximumFractionDigits: 6});
+/** A number for people, exactly as the CLI prints it (js/format.js: the port of format_number). */
+export function num(value) {
+  return formatNumber(value);
 }
 
 /** A knob or config value: numbers via num(), lists joined, the rest as text. */
 export function val(value) {
   if (value === null || value === undefined) return "–";
-  if (typeof value === "number") return num(value, 6);
+  if (typeof value === "number") return String(value);
   if (typeof value === "boolean") return value ? "on" : "off";
   if (Array.isArray(value)) return value.map(val).join(", ");
   if (typeof value === "object") return JSON.stringify(value);

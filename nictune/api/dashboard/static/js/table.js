@@ -16,9 +16,16 @@ export function compareValues(a, b) {
   return String(a).localeCompare(String(b), "en", {numeric: true});
 }
 
+/** A header's text with a line-break opportunity after each "/" (segments/<wbr>run), so a
+ *  unit does not set its column's width. */
+function breakable(label) {
+  return String(label).split("/").flatMap((part, i) => (i ? ["/", h("wbr"), part] : [part]));
+}
+
 /**
  * @typedef {{key: string, label: string, value: (row: any) => any, cell?: (row: any) => any,
- *            numeric?: boolean, title?: string}} Column
+ *            numeric?: boolean, wrap?: boolean, title?: string}} Column
+ * (`wrap`: the cells may break over lines, so a long one does not widen the table)
  */
 export class SortableTable {
   /**
@@ -82,9 +89,9 @@ export class SortableTable {
     const head = h("tr", {}, this.columns.map((c) => {
       const active = c.key === this.sortKey;
       const arrow = active ? (this.descending ? " ▼" : " ▲") : "";
-      return h("th", {class: c.numeric ? "num" : null, "aria-sort": active ? (this.descending ? "descending" : "ascending") : "none",
+      return h("th", {class: [c.numeric ? "num" : null, c.wrap ? "wrap" : null], "aria-sort": active ? (this.descending ? "descending" : "ascending") : "none",
                       title: c.title || null, "data-key": c.key},
-        h("button", {type: "button", class: "sort", onclick: () => this.sortBy(c.key)}, c.label, arrow));
+        h("button", {type: "button", class: "sort", onclick: () => this.sortBy(c.key)}, breakable(c.label), arrow));
     }));
     const rows = this.sorted();
     const pages = Math.max(1, Math.ceil(rows.length / this.pageSize));
@@ -92,7 +99,7 @@ export class SortableTable {
     const shown = rows.slice(this.page * this.pageSize, (this.page + 1) * this.pageSize);
     const body = shown.length
       ? shown.map((row) => h("tr", {class: this.rowClass(row) || null},
-          this.columns.map((c) => h("td", {class: c.numeric ? "num" : null}, c.cell ? c.cell(row) : String(c.value(row) ?? "–")))))
+          this.columns.map((c) => h("td", {class: [c.numeric ? "num" : null, c.wrap ? "wrap" : null]}, c.cell ? c.cell(row) : String(c.value(row) ?? "–")))))
       : [h("tr", {}, h("td", {colspan: this.columns.length, class: "empty"}, this.empty))];
     fill(this.table, h("thead", {}, head), h("tbody", {}, body));
     if (rows.length <= this.pageSize) {

@@ -1,6 +1,7 @@
 // #/history: the best configurations ever measured, per testbed and workload, across jobs.
 
 import {allItems, api, explain} from "../api.js";
+import {changesText} from "../changes.js";
 import {fill, h, num, shortHash, simBadge, testbedLabel, val, when} from "../dom.js";
 import {directionText, objectiveNamed} from "../goal.js";
 import {meta} from "../meta.js";
@@ -8,9 +9,32 @@ import {SortableTable} from "../table.js";
 
 const settings = {objective: "throughput", top: 10, constraints: ""};
 
-function configCell(item) {
-  return h("details", {class: "config"}, h("summary", {}, shortHash(item.config_hash)),
+/** The default configuration of each job's space (GET /v1/jobs/ID/default), asked once per job. */
+const jobDefaults = new Map();
+
+function defaultsOf(jobId, signal) {
+  if (!jobDefaults.has(jobId)) {
+    jobDefaults.set(jobId, api(`/v1/jobs/${jobId}/default`, {signal}).catch(() => {
+      jobDefaults.delete(jobId);
+      return null;
+    }));
+  }
+  return jobDefaults.get(jobId);
+}
+
+/** What the configuration changed (against the default of its first job's space), every knob when opened. */
+function configCell(item, defaults) {
+  const changed = defaults ? changesText(item.config, defaults) : null;
+  return h("details", {class: "config"},
+    h("summary", {title: `configuration ${item.config_hash}`},
+      changed === null ? shortHash(item.config_hash) : h("span", {class: "changes"}, changed || "default configuration")),
     h("dl", {class: "kv"}, Object.entries(item.config).map(([k, v]) => [h("dt", {}, k), h("dd", {}, val(v))])));
+}
+
+/** The end of the interval the ranking uses: the lower bound when higher is better, else the upper. */
+export function rankingBound(direction) {
+  return direction === "minimize"
+    ? {key: "high", word: "upper", order: "lowest first"} : {key: "low", word: "lower", order: "highest first"};
 }
 
 /** "mean ± half-width" of an item's interval (the mean alone when there is none). */
@@ -20,21 +44,27 @@ function intervalText(item) {
   return `${num(item.objective_value)} ± ${num((iv.high - iv.low) / 2)}`;
 }
 
-function bestTable(best) {
+function bestTable(best, defaults) {
   const unit = best.unit;
+  const bound = rankingBound(best.direction);
   const columns = [
     {key: "rank", label: "Rank", numeric: true, value: (i) => i.rank},
-    {key: "value", label: `${objectiveNamed(best.objective).label} (${unit}, 90% CI)`, numeric: true,
-     title: `${directionText({direction: best.direction})}; ranked by the interval's conservative end`,
+    {key: "value", label: `${objectiveNamed(best.objective).label} (${unit}, 90% CI)`, numeric: true, wrap: true,
+     title: `mean ± half the 90% confidence interval; ${directionText({direction: best.direction})}`,
      value: (i) => i.objective_value, cell: (i) => intervalText(i)},
-    {key: "feasible", label: "Feasible", value: (i) => i.feasible, cell: (i) => (i.feasible ? "yes" : "no")},
+    {key: "bound", label: `${bound.word} bound (${unit}): ranked by`, numeric: true, wrap: true,
+     title: `the ${bound.word} end of the 90% confidence interval, what the ranking orders by (${bound.order})`,
+     value: (i) => (i.interval || {})[bound.key] ?? null, cell: (i) => num((i.interval || {})[bound.key])},
+    best.constraints.length
+      ? {key: "feasible", label: "Feasible", value: (i) => i.feasible, cell: (i) => (i.feasible ? "yes" : "no")} : null,
     {key: "measurements", label: "Measurements", numeric: true, value: (i) => i.measurements},
     {key: "trials", label: "Trials", numeric: true, value: (i) => i.trials},
     {key: "jobs", label: "Jobs", value: (i) => i.jobs.join(","),
      cell: (i) => h("span", {}, i.jobs.map((id, n) => [n ? ", " : "", h("a", {href: `#/jobs/${id}`}, `#${id}`)]))},
     {key: "last", label: "Last measured", value: (i) => i.last_measured_at, cell: (i) => when(i.last_measured_at)},
-    {key: "config", label: "Configuration", value: (i) => i.config_hash, cell: configCell},
-  ];
+    {key: "config", label: "Changed (vs default)", wrap: true, value: (i) => i.config_hash,
+     cell: (i) => configCell(i, defaults.get(i.rank))},
+  ].filter(Boolean);
   const table = new SortableTable(columns, {sortKey: "rank", pageSize: 100, className: "best",
                                             empty: "No measurement answers this objective here yet."});
   table.setRows(best.items);
@@ -62,8 +92,11 @@ export function render(root, ctx) {
   h("label", {}, "constraints ", constraints), " ", h("button", {type: "submit"}, "Show"));
   fill(root, h("section", {class: "card"},
     h("div", {class: "card-head"}, h("h1", {}, "History: best configurations"), form),
-    h("p", {class: "muted"}, "Every configuration is scored on the mean of all its measurements on the testbed under " +
-      "the workload, across jobs."), status), body);
+    h("p", {class: "muted", id: "history-ranking"}, "Every configuration's measurements on the testbed under the " +
+      "workload, across jobs, give the objective's mean and its 90% confidence interval. Configurations whose mean " +
+      "meets the constraints come first, ranked by the interval's conservative end: the lower confidence bound " +
+      "when higher is better, the upper one when lower is better (as a job picks its recommendation), so one lucky " +
+      "run does not outrank a mean confirmed by repeats."), status), body);
 
   async function load() {
     status.className = "status muted";
@@ -104,11 +137,13 @@ export function render(root, ctx) {
         section.append(slot);
         api("/v1/history/best", {params: {testbed: bed.name, workload, objective: settings.objective, top: settings.top,
                                           constraint: wanted}, signal})
-          .then((best) => {
+          .then(async (best) => {
+            const defaults = new Map(await Promise.all(best.items.map(
+              async (i) => [i.rank, i.jobs.length ? await defaultsOf(i.jobs[0], signal) : null])));
             fill(slot, h("h3", {}, `workload ${workload}`, best.simulated ? [" ", simBadge(best.note)] : null),
               h("p", {class: "muted"}, `${objectiveNamed(best.objective).label} in ${best.unit}, ${directionText({direction: best.direction})}` +
                 (best.constraints.length ? `; constraints: ${best.constraints.join(", ")}` : "")),
-              bestTable(best));
+              bestTable(best, defaults));
           })
           .catch((err) => {
             if (signal.aborted) return;

@@ -2,11 +2,14 @@
 // the sortable trials table, default vs best, and the export downloads.
 
 import {ApiError, allItems, api, download, explain, followEvents} from "../api.js";
-import {drawConvergence, drawFront} from "../chart.js";
-import {duration, fill, h, num, s, shortHash, simBadge, stateBadge, testbedLabel, val, when} from "../dom.js";
+import {changesCell} from "../changes.js";
+import {drawConvergence} from "../chart.js";
+import {duration, fill, h, num, s, simBadge, stateBadge, testbedLabel, val, when} from "../dom.js";
+import {drawFrontCard} from "../front.js";
 import {better, directionText, objectiveNamed, objectiveValue, scoreOf} from "../goal.js";
-import {meta} from "../meta.js";
+import {metricDef, metricOrder} from "../metrics.js";
 import {SortableTable} from "../table.js";
+import {trialColumns} from "../trials.js";
 
 const FINAL = new Set(["completed", "failed", "cancelled"]);
 
@@ -21,12 +24,20 @@ const EXPORTS = [
 const LIVE_TEXT = {connecting: "connecting…", live: "live", retrying: "reconnecting…", ended: "ended",
                    error: "not connected", idle: "not running"};
 
-function metricOrder(names) {
-  const known = Object.keys(meta().metrics || {});
-  return [...names].sort((a, b) => {
-    const ia = known.indexOf(a), ib = known.indexOf(b);
-    return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.localeCompare(b);
-  });
+/** What the job's trials cost: "200 trials (190 measured, 10 from the cache) · 240 benchmark runs". */
+function ranText(job) {
+  const p = job.progress;
+  const parts = [`${p.done} trial${p.done === 1 ? "" : "s"} (${p.measured} measured, ${p.cached} from the cache` +
+                 `${p.failed ? `, ${p.failed} failed` : ""})`];
+  if (job.runs !== null && job.runs !== undefined) parts.push(`${job.runs} benchmark run${job.runs === 1 ? "" : "s"}`);
+  if (job.short_runs) parts.push(`${job.short_runs.runs} short run${job.short_runs.runs === 1 ? "" : "s"}`);
+  return parts.join(" · ");
+}
+
+/** How many runs a configuration gets: adaptive with racing, always `repeats` without. */
+function repeatsText(job) {
+  if (!job.racing || job.repeats === 1) return `${job.repeats} run${job.repeats === 1 ? "" : "s"} per configuration`;
+  return `racing: each configuration run once, the best again, the recommended one up to ${job.repeats} times`;
 }
 
 function change(base, value) {
@@ -55,9 +66,8 @@ export function render(root, ctx, jobId) {
   const chart = s("svg", {id: "convergence", class: "convergence", "aria-label": "convergence chart"});
   const compareBox = h("div", {id: "default-vs-best"});
   const frontCard = h("section", {class: "card", id: "front-card", hidden: true});
-  const frontChart = s("svg", {id: "pareto", class: "convergence", "aria-label": "Pareto front chart"});
-  const frontInfo = h("p", {class: "muted", id: "front-info"});
-  const frontTable = h("div", {id: "front-table"});
+  const front = {svg: s("svg", {id: "pareto", class: "convergence", "aria-label": "Pareto front chart"}),
+                 info: h("p", {class: "muted", id: "front-info"}), table: h("div", {id: "front-table"})};
   const knobToggle = h("input", {type: "checkbox", id: "show-knobs", onchange: (e) => { st.showKnobs = e.target.checked; drawTrials(); }});
   const trialsInfo = h("p", {class: "muted", id: "trials-info"});
   const table = new SortableTable([{key: "number", label: "#", value: (t) => t.number}],
@@ -72,17 +82,18 @@ export function render(root, ctx, jobId) {
     h("section", {class: "card"},
       h("div", {class: "card-head"}, h("div", {}, title, badges), h("div", {}, cancelButton)),
       simBanner, message, facts),
+    // A multi-objective job's front comes first: it is the job's answer.
+    fill(frontCard, h("h2", {}, "Pareto front"), front.info, front.table, h("div", {class: "chart-wrap"}, front.svg)),
     h("section", {class: "card"},
       h("div", {class: "card-head"}, h("h2", {}, "Progress"), live),
       h("div", {class: "progress-row"}, bar, progressText, eta), bestBox),
     h("section", {class: "card"},
       h("div", {class: "card-head"}, h("h2", {}, "Convergence"), h("span", {class: "muted", id: "chart-caption"})),
       h("div", {class: "chart-wrap"}, chart)),
-    fill(frontCard, h("h2", {}, "Pareto front"), frontInfo, h("div", {class: "chart-wrap"}, frontChart), frontTable),
     h("section", {class: "card"}, h("h2", {}, "Default vs best"), compareBox),
     h("section", {class: "card"},
       h("div", {class: "card-head"}, h("h2", {}, "Trials"),
-        h("label", {class: "filter"}, knobToggle, " show knob columns")),
+        h("label", {class: "filter"}, knobToggle, " show every column (timing, each knob)")),
       trialsInfo, table.element),
     h("section", {class: "card"}, h("h2", {}, "Export the best configuration"), exportButtons, exportStatus,
       h("details", {}, h("summary", {}, "…or with the command line"), cliBox)));
@@ -200,7 +211,7 @@ export function render(root, ctx, jobId) {
       ["Objective", job.objectives.map((o) => `${objectiveNamed(o).label} (${directionText(objectiveNamed(o))})`).join("; ")],
       ["Constraints", job.constraints.length ? job.constraints.join(", ") : "none"],
       ["Engine", params ? `${job.engine} (${params})` : job.engine],
-      ["Budget", `${job.budget} trials × ${job.repeats} repeats, seed ${job.seed}`],
+      ["Budget", `${job.budget} trials, seed ${job.seed}`], ["Repeats", repeatsText(job)], ["Ran", ranText(job)],
       ["Created", when(job.created_at)], ["Started", when(job.started_at)], ["Finished", when(job.finished_at)],
     ];
     if (job.error) rows.push(["Error", h("span", {class: "error"}, job.error)]);
@@ -242,14 +253,14 @@ export function render(root, ctx, jobId) {
     const pct = change(base, value);
     const cv = job.noise && job.noise.objective ? job.noise.objective.cv : null;
     const shown = rec && rec.mean !== null && rec.high !== null
-      ? `${num(rec.mean)} ± ${num(rec.high - rec.mean)} ${unit}` : `${num(value)} ${unit}`;
+      ? `${num(rec.mean)} ± ${num((rec.high - rec.low) / 2)} ${unit}` : `${num(value)} ${unit}`;
     fill(bestBox,
       h("span", {class: "best-label"}, rec ? "Recommended: " : "Best so far: "),
       h("strong", {id: "best-value"}, shown),
       rec ? h("span", {class: "muted", id: "best-interval"},
         ` (n=${rec.n}, ${Math.round(rec.confidence * 100)}% CI; the best lower confidence bound)`) : null,
-      ` ${st.objective.label} — trial ${best.number}, configuration `,
-      shortHash(best.config_hash),
+      ` ${st.objective.label} — trial ${best.number}: `,
+      changesCell(best.config, best.config_hash, st.defaults),
       best.score && best.score.feasible === false ? h("span", {class: "badge warn"}, "breaks a constraint") : null,
       pct !== null ? h("span", {class: "muted"}, ` (${pct >= 0 ? "+" : ""}${pct.toFixed(1)} % vs the default, ${directionText(st.objective)})`) : null,
       cv !== null && cv !== undefined ? h("div", {class: "muted", id: "noise"},
@@ -280,9 +291,11 @@ export function render(root, ctx, jobId) {
     const defaultValue = def ? objectiveValue(obj, def.metrics) : null;
     drawConvergence(chart, {points, best, defaultValue, defaultTrial: def ? def.number : null,
                             budget: st.job ? st.job.budget : trials.length, label: obj.label, unit: obj.unit,
-                            direction: obj.direction});
+                            direction: obj.direction, constrained: Boolean(st.job && st.job.constraints.length)});
     document.getElementById("chart-caption").textContent =
-      `${obj.label} of each trial in ${obj.unit} (${directionText(obj)})` + (st.job && st.job.simulated ? " — simulated (a model)" : "");
+      `${obj.label} of each trial in ${obj.unit} (${directionText(obj)})` +
+      (st.job && st.job.objectives.length > 1 ? ` — the first of ${st.job.objectives.length} objectives; the Pareto front above shows them together` : "") +
+      (st.job && st.job.simulated ? " — simulated (a model)" : "");
   }
 
   function drawCompare() {
@@ -314,7 +327,7 @@ export function render(root, ctx, jobId) {
     for (const m of metricNames) {
       const a = def ? def.metrics[m] : null, b = best ? best.metrics[m] : null;
       const c = change(a, b);
-      rows.push(h("tr", {}, h("th", {title: (meta().metrics || {})[m] || ""}, m), h("td", {class: "num"}, num(a)),
+      rows.push(h("tr", {}, h("th", {title: metricDef(m).description || m}, metricDef(m).heading), h("td", {class: "num"}, num(a)),
         h("td", {class: "num"}, num(b)), h("td", {class: "num"}, c === null ? "–" : `${c >= 0 ? "+" : ""}${c.toFixed(1)} %`)));
     }
     const knobs = [...new Set([...Object.keys(defConfig), ...Object.keys(bestConfig)])];
@@ -336,72 +349,10 @@ export function render(root, ctx, jobId) {
     const job = st.job;
     frontCard.hidden = !job || job.objectives.length < 2;
     if (frontCard.hidden) return;
-    const objs = job.objectives.map(objectiveNamed);
-    const onFront = frontNumbers();
-    const known = job.front !== null && job.front !== undefined;
-    const axis = (o) => `${o.label} (${o.unit}), ${directionText(o)}`;
-    const completed = ordered().filter((t) => t.state === "completed" && t.metrics);
-    drawFront(frontChart, {
-      xLabel: axis(objs[0]), yLabel: axis(objs[1]),
-      points: completed.map((t) => {
-        const [x, y] = [objectiveValue(objs[0], t.metrics), objectiveValue(objs[1], t.metrics)];
-        return {x, y, front: onFront.has(t.number), feasible: !t.score || t.score.feasible !== false,
-                title: `trial ${t.number}: ${num(x)} ${objs[0].unit}, ${num(y)} ${objs[1].unit}`};
-      }),
-    });
-    frontInfo.textContent = known
-      ? `${onFront.size} configuration${onFront.size === 1 ? "" : "s"} that no other trial beats on every objective` +
-        (objs.length > 2 ? ` (the chart shows the first two of ${objs.length} objectives)` : "") +
-        (job.simulated ? " — simulated (a model)" : "") + "."
-      : "The front is worked out when the job ends; until then the chart shows every trial.";
-    if (!known) {
-      fill(frontTable);
-      return;
-    }
-    const rows = [...job.front].sort((a, b) => (objectiveValue(objs[0], a.metrics) ?? 0) - (objectiveValue(objs[0], b.metrics) ?? 0));
-    fill(frontTable, h("div", {class: "scroll"}, h("table", {class: "front"},
-      h("thead", {}, h("tr", {}, h("th", {class: "num"}, "#"),
-        objs.map((o) => h("th", {class: "num", title: directionText(o)}, `${o.label} (${o.unit})`)),
-        h("th", {}, "Feasible"), h("th", {}, "Configuration"))),
-      h("tbody", {}, rows.map((f) => h("tr", {"data-trial": f.number}, h("td", {class: "num"}, String(f.number)),
-        objs.map((o) => h("td", {class: "num"}, num(objectiveValue(o, f.metrics)))),
-        h("td", {}, f.feasible ? "yes" : "no"), h("td", {}, shortHash(f.config_hash))))))));
-  }
-
-  function trialColumns(trials) {
-    const obj = st.objective;
-    const metrics = new Set();
-    const knobs = new Set();
-    for (const t of trials) {
-      Object.keys(t.metrics || {}).forEach((m) => metrics.add(m));
-      if (st.showKnobs) Object.keys(t.config || {}).forEach((k) => knobs.add(k));
-    }
-    const cols = [
-      {key: "number", label: "#", numeric: true, value: (t) => t.number},
-      {key: "state", label: "State", value: (t) => t.state, cell: (t) => stateBadge(t.state)},
-      {key: "source", label: "Source", value: (t) => t.source},
-      {key: "feasible", label: "Feasible", value: (t) => (t.score ? t.score.feasible : null),
-       cell: (t) => (t.score ? (t.score.feasible ? "yes" : "no") : "–")},
-    ];
-    if (obj.per || !metrics.has(obj.metric)) {
-      cols.push({key: "objective", label: `${obj.label} (${obj.unit})`, numeric: true, title: directionText(obj),
-                 value: (t) => objectiveValue(obj, t.metrics), cell: (t) => num(objectiveValue(obj, t.metrics))});
-    }
-    // The objective's own metric first, then the others in nictune's order.
-    const names = metricOrder(metrics).sort((a, b) => (b === obj.metric) - (a === obj.metric));
-    for (const m of names) {
-      cols.push({key: `m:${m}`, label: m === obj.metric && !obj.per ? `${m} ★` : m, numeric: true,
-                 title: (meta().metrics || {})[m] || m, value: (t) => (t.metrics || {})[m] ?? null,
-                 cell: (t) => num((t.metrics || {})[m])});
-    }
-    cols.push({key: "seconds", label: "Seconds", numeric: true, value: (t) => t.seconds ?? null, cell: (t) => num(t.seconds, 3)},
-              {key: "finished", label: "Finished", value: (t) => t.finished_at, cell: (t) => when(t.finished_at)},
-              {key: "config", label: "Configuration", value: (t) => t.config_hash, cell: (t) => shortHash(t.config_hash)});
-    for (const k of [...knobs].sort()) {
-      cols.push({key: `k:${k}`, label: k, value: (t) => (t.config || {})[k] ?? null, cell: (t) => val((t.config || {})[k])});
-    }
-    cols.push({key: "error", label: "Error", value: (t) => t.error || null, cell: (t) => t.error || ""});
-    return cols;
+    const rec = recommendation();
+    drawFrontCard(front, {job, objectives: job.objectives.map(objectiveNamed), defaultTrial: defaultTrial(),
+                          trials: ordered().filter((t) => t.state === "completed" && t.metrics),
+                          defaults: st.defaults, recommended: rec ? rec.number : null});
   }
 
   function drawTrials() {
@@ -410,12 +361,15 @@ export function render(root, ctx, jobId) {
     const def = defaultTrial();
     marks.best = best ? best.number : null;
     marks.def = def ? def.number : null;
-    table.columns = trialColumns(trials);
+    const job = st.job;
+    table.columns = trialColumns(trials, {
+      objectives: job.objectives.map((name, i) => (i === 0 ? st.objective : objectiveNamed(name))),
+      constrained: job.constraints.length > 0, defaults: st.defaults, showAll: st.showKnobs});
     if (!table.columns.some((c) => c.key === table.sortKey)) table.sortKey = "number";
     table.setRows(trials);
     const failed = trials.filter((t) => t.state === "failed").length;
     trialsInfo.textContent = `${trials.length} finished trial${trials.length === 1 ? "" : "s"}` +
-      (failed ? `, ${failed} failed` : "") + " · click a column header to sort · ★ = the objective's metric" +
+      (failed ? `, ${failed} failed` : "") + " · click a column header to sort · ★ the job's objective" +
       " · highlighted: best (green), default (blue)" + (frontNumbers().size ? ", on the Pareto front (yellow-green)" : "");
   }
 

@@ -1,7 +1,7 @@
 // #/jobs: every job with its state and progress, newest first; refreshes while jobs run.
 
 import {api, explain} from "../api.js";
-import {fill, h, num, progressBar, stateBadge, testbedLabel, when} from "../dom.js";
+import {fill, h, progressBar, stateBadge, testbedLabel, when} from "../dom.js";
 import {objectiveNamed} from "../goal.js";
 import {SortableTable} from "../table.js";
 
@@ -17,18 +17,18 @@ function stateCell(job) {
 const COLUMNS = [
   {key: "id", label: "Job", numeric: true, value: (j) => j.id,
    cell: (j) => h("a", {href: `#/jobs/${j.id}`, class: "job-link"}, `#${j.id}`)},
-  {key: "state", label: "State", value: (j) => j.state, cell: stateCell},
+  {key: "state", label: "State", wrap: true, value: (j) => j.state, cell: stateCell},
   {key: "progress", label: "Progress", value: (j) => j.progress.fraction,
    cell: (j) => progressBar(j.progress.done, j.progress.budget, {"aria-label": `job ${j.id} progress`})},
   {key: "testbed", label: "Testbed", value: (j) => j.testbed, cell: (j) => testbedLabel(j.testbed, j.simulated, j.note)},
   {key: "workload", label: "Workload", value: (j) => j.workload},
-  {key: "objective", label: "Objective", value: (j) => j.objectives.join(", "),
+  {key: "objective", label: "Objective", wrap: true, value: (j) => j.objectives.join(", "),
    cell: (j) => h("span", {title: j.constraints.join(", ") || "no constraint"},
      j.objectives.map((o) => objectiveNamed(o).label).join(", "), j.constraints.length ? ` (+${j.constraints.length} constraint${j.constraints.length > 1 ? "s" : ""})` : "")},
   {key: "engine", label: "Engine", value: (j) => j.engine},
-  {key: "failed", label: "Failed trials", numeric: true, value: (j) => j.progress.failed, cell: (j) => num(j.progress.failed)},
-  {key: "created", label: "Created", value: (j) => j.created_at, cell: (j) => when(j.created_at)},
-  {key: "finished", label: "Finished", value: (j) => j.finished_at, cell: (j) => when(j.finished_at)},
+  {key: "failed", label: "Failed trials", numeric: true, value: (j) => j.progress.failed, cell: (j) => String(j.progress.failed)},
+  {key: "created", label: "Created", wrap: true, value: (j) => j.created_at, cell: (j) => when(j.created_at)},
+  {key: "finished", label: "Finished", wrap: true, value: (j) => j.finished_at, cell: (j) => when(j.finished_at)},
 ];
 
 /** Render the job list into `root`; stops refreshing when `ctx.signal` aborts. */

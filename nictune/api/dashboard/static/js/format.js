@@ -1,0 +1,60 @@
+// The one number formatter: a port of nictune/formatting.py format_number, so the dashboard
+// prints a value exactly as the CLI and the report do (tests/dashboard/format_cases.json holds
+// the cases both are tested on).
+
+/** |x| with `digits` decimals, a tie rounded to even on x's exact binary value, as Python does
+ *  (toFixed rounds a tie up: 0.0625 would be "0.063" where Python prints "0.062"). */
+function fixedHalfEven(abs, digits) {
+  const near = abs.toFixed(digits);
+  const exact = abs.toFixed(100);  // every decimal of a double this size: its exact value
+  const dot = exact.indexOf(".");
+  const rest = exact.slice(dot + 1 + digits);
+  if (!/^50*$/.test(rest)) return near;
+  const truncated = exact.slice(0, digits ? dot + 1 + digits : dot);
+  return Number(truncated.at(-1)) % 2 === 0 ? truncated : near;
+}
+
+function groupThousands(digits) {
+  return digits.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
+/** Python's f"{abs:,.0f}". */
+function wholeWithCommas(abs) {
+  // Beyond 2**53 every double is a whole number: BigInt gives all its digits, as Python does.
+  const digits = abs >= 2 ** 53 ? BigInt(abs).toString() : fixedHalfEven(abs, 0);
+  return groupThousands(digits);
+}
+
+/** Python's f"{abs:.3g}" for 1e-4 <= abs < 0.01: three significant digits, fixed notation,
+ *  trailing zeros dropped (0.0012, 0.00225, 0.01). */
+function threeSignificant(abs) {
+  const [mantissa, exp] = abs.toExponential(2).split("e");
+  const e = Number(exp);
+  const digits = mantissa.replace(".", "");
+  const text = e >= 0 ? digits : `0.${"0".repeat(-e - 1)}${digits}`;
+  return text.includes(".") ? text.replace(/0+$/, "").replace(/\.$/, "") : text;
+}
+
+/** Python's f"{abs:.2e}": two decimals, an exponent of at least two digits (3.48e-11, 9.99e-05). */
+function exponent(abs) {
+  return abs.toExponential(2).replace(/e([+-])(\d)$/, "e$10$2");
+}
+
+/**
+ * A metric value with sensible precision: 39.6, 7.347, 15,625, 0.00225, 3.48e-11; "-" when missing.
+ * @param {number|null|undefined} value
+ * @returns {string}
+ */
+export function formatNumber(value) {
+  if (value === null || value === undefined || value === "" || (typeof value === "number" && Number.isNaN(value))) return "-";
+  if (typeof value !== "number") return String(value);
+  if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
+  if (value === 0) return "0";
+  const sign = value < 0 ? "-" : "";
+  const mag = Math.abs(value);
+  if (mag >= 1000) return sign + wholeWithCommas(mag);
+  if (mag >= 10) return sign + fixedHalfEven(mag, 1);
+  if (mag >= 0.01) return sign + fixedHalfEven(mag, 3);
+  if (mag >= 1e-4) return sign + threeSignificant(mag);
+  return sign + exponent(mag);
+}
