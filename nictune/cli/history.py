@@ -93,7 +93,7 @@ def jobs(
         if workload is not None:  # an unknown name is a typo, not an empty result
             check_workload_name(workload, db.workload_names(s))
         rows: list[dict[str, Any]] = [{
-            "job_id": j.id, "id": j.id, "state": j.state, "created_at": j.created_at.isoformat(),
+            "job_id": j.id, "state": j.state, "created_at": j.created_at.isoformat(),
             "testbed": j.testbed.name, "simulated": j.testbed.kind == "sim", "workload": j.workload.name,
             "objectives": list(j.objectives), "constraints": list(j.constraints), "engine": j.engine,
             "budget": j.budget, "trials": len(j.trials), "stats": dict(j.stats or {}),

@@ -340,8 +340,7 @@ def _run_live(dbe: Any, job_id: int, info: dict[str, Any], stop: threading.Event
 def _json_result(report: dict[str, Any]) -> dict[str, Any]:
     best, default = report.get("best"), report.get("default")
     return {
-        "job_id": report["job_id"],
-        "id": report["job_id"],  # the key the service's document (optimize --server --json) uses
+        "job_id": report["job_id"],  # one key for the job's id in every CLI document, local or --server
         "state": report["state"],
         "testbed": report["testbed"],
         "simulated": report["simulated"],

@@ -65,8 +65,8 @@ def optimize_remote(server: str, token: str | None, fields: dict[str, Any], mode
         final = client.get_job(job_id)
         default = _default_trial(client, job_id)
     if mode == "json":
-        # Both keys (`id`, `job_id`) and the default's figures, as the local document has them.
-        print_json({"job_id": final["id"], **final, "default": default})
+        # The job's id as `job_id` (the service's `id`), and the default's figures, as the local document has them.
+        print_json(_cli_keys(final) | {"default": default})
     else:
         _print_remote_result(final, default)
     if final.get("state") != "completed":  # cancelled or failed on the service: not a success for a script
@@ -241,6 +241,12 @@ def _print_remote_result(job: dict[str, Any], default: dict[str, Any] | None) ->
     console.print(default_vs_best_table(default, best, simulated=bool(job.get("simulated"))))
 
 
+def _cli_keys(job: dict[str, Any]) -> dict[str, Any]:
+    """A service job document with the job's id under ``job_id``, the one key every CLI
+    document uses for it (the service's own ``id`` left out)."""
+    return {"job_id": job["id"], **{k: v for k, v in job.items() if k != "id"}}
+
+
 def history_remote(server: str, token: str | None, query: dict[str, Any], json_out: bool) -> None:
     """`nictune history` through the API: list jobs."""
     from nictune.api.client import Client
@@ -249,7 +255,7 @@ def history_remote(server: str, token: str | None, query: dict[str, Any], json_o
         page = client.list_jobs(**{k: v for k, v in query.items() if v is not None})
     items = page.get("items", page) if isinstance(page, dict) else page
     if json_out:
-        print_json([{"job_id": j["id"], **j} for j in items])  # both keys, as `history --json` has them
+        print_json([_cli_keys(j) for j in items])  # as `history --json` has them
         return
     print_jobs(f"jobs on {server} (newest first)", [_job_row(j) for j in items],
                filtered=any(v is not None for k, v in query.items() if k != "limit"))

@@ -38,16 +38,17 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
                   "--server", server.url, "--token", token, "--json", env_db=db_url)
         assert run.returncode == 0, run.stderr
         job = json.loads(run.stdout)
+        job_id = job["job_id"]
         assert job["state"] == "completed" and job["progress"]["done"] == 12 and job["simulated"] is True
         listed = cli("history", "--server", server.url, "--token", token, "--json", env_db=db_url)
         assert listed.returncode == 0, listed.stderr
-        assert [j["id"] for j in json.loads(listed.stdout)] == [job["id"]]
-        # A script reads the same keys locally and through the service (the service says `id`,
-        # the local commands said `job_id`; `objective_value` and `value` likewise).
-        assert job["job_id"] == job["id"] and [j["job_id"] for j in json.loads(listed.stdout)] == [job["id"]]
+        # A script reads the same keys locally and through the service: the job's id is `job_id`
+        # in every CLI document (the service's own `id` is not repeated next to it).
+        assert "id" not in job and [j["job_id"] for j in json.loads(listed.stdout)] == [job["job_id"]]
+        assert all("id" not in j for j in json.loads(listed.stdout))
         listed_here = subprocess.run([sys.executable, "-m", "nictune", "history", "--json"], capture_output=True,
                                      text=True, timeout=180, env={**os.environ, "NICTUNE_DB": db_url})
-        assert [(j["id"], j["job_id"]) for j in json.loads(listed_here.stdout)] == [(job["id"], job["id"])]
+        assert [(j.get("id"), j["job_id"]) for j in json.loads(listed_here.stdout)] == [(None, job["job_id"])]
         # The table through the service is the local one (but for its title).
         wide = {**os.environ, "COLUMNS": "200"}
         remote = subprocess.run([sys.executable, "-m", "nictune", "history", "--server", server.url, "--token", token],
@@ -59,13 +60,13 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         rows = [line.split() for line in local.stdout.splitlines()[1:]]
         assert rows == [line.split() for line in remote.stdout.splitlines()[1:]]
         assert ["job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached"] in rows
-        assert [str(job["id"]), "completed"] == rows[-1][:2] and "12/12" in rows[-1] and "sim:benson-40g" in rows[-1]
+        assert [str(job_id), "completed"] == rows[-1][:2] and "12/12" in rows[-1] and "sim:benson-40g" in rows[-1]
         assert "throughput [loss_pct <= 50]" in remote.stdout  # not swallowed as console markup
         # One job through the service: the local command's table, row for row.
-        show_remote = subprocess.run([sys.executable, "-m", "nictune", "history", "show", str(job["id"]), "--server",
+        show_remote = subprocess.run([sys.executable, "-m", "nictune", "history", "show", str(job_id), "--server",
                                       server.url, "--token", token], capture_output=True, text=True, timeout=180,
                                      env=wide | {"NICTUNE_DB": "sqlite:////x/y.db"})
-        show_local = subprocess.run([sys.executable, "-m", "nictune", "history", "show", str(job["id"])],
+        show_local = subprocess.run([sys.executable, "-m", "nictune", "history", "show", str(job_id)],
                                     capture_output=True, text=True, timeout=180, env=wide | {"NICTUNE_DB": db_url})
         assert show_remote.returncode == 0 and show_local.returncode == 0, show_remote.stderr + show_local.stderr
 
@@ -76,7 +77,7 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         assert show_remote.stdout.splitlines()[0] == show_local.stdout.splitlines()[0]  # the job's header
         assert "recommended (best lower confidence bound)" in show_remote.stdout
         # The best configuration as what tuning changed, as the local report has it.
-        report_here = subprocess.run([sys.executable, "-m", "nictune", "history", "show", str(job["id"]), "--json"],
+        report_here = subprocess.run([sys.executable, "-m", "nictune", "history", "show", str(job_id), "--json"],
                                      capture_output=True, text=True, timeout=180,
                                      env={**os.environ, "NICTUNE_DB": db_url})
         changes = json.loads(report_here.stdout)["changes"]
@@ -140,13 +141,13 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
                      "--server", server.url, "--token", token, "--json", env_db=db_url)
         assert custom.returncode == 0, custom.stderr
         assert json.loads(custom.stdout)["space"] == "my-benson"
-    # The local document has the service's `id` and `notices` too.
+    # The local document has the same `job_id` (and no second key for it) and `notices` too.
     here = subprocess.run([sys.executable, "-m", "nictune", "optimize", "--objective", "throughput", "--budget", "2",
                            "--json"], capture_output=True, text=True, timeout=180,
                           env={**os.environ, "NICTUNE_DB": db_url})
     assert here.returncode == 0, here.stderr
     local_job = json.loads(here.stdout)
-    assert local_job["id"] == local_job["job_id"] and local_job["id"] > job["id"]
+    assert "id" not in local_job and local_job["job_id"] > job["job_id"]
     assert any("no term for tx_ring" in n for n in local_job["notices"]), local_job["notices"]
 
 

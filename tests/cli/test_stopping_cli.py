@@ -65,5 +65,5 @@ def test_optimize_through_the_service_takes_the_same_rules(db_url: str, tmp_path
         job = json.loads(res.stdout)
         assert job["stop_reason"] == "patience" and job["patience"] == 8 and job["time_limit_s"] == 1200.0
         assert job["progress"]["done"] < 200
-        text = _nictune(tmp_path, "history", "show", str(job["id"]), "--server", server.url, "--token", token)
+        text = _nictune(tmp_path, "history", "show", str(job["job_id"]), "--server", server.url, "--token", token)
         assert "did not improve the recommendation (patience 8;" in " ".join(text.stdout.split()), text.stdout
