@@ -23,3 +23,20 @@ def format_number(value: float | None) -> str:
     if mag >= 1e-4:
         return f"{value:.3g}"  # 0.00225, not 2.25e-03
     return f"{value:.2e}"
+
+
+def _significant(x: float, digits: int) -> str:
+    """``x`` to ``digits`` significant digits, whole numbers beyond them (``3,166``, not ``3.2e+03``)."""
+    if math.isfinite(x) and abs(x) >= 10 ** (digits - 1):
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
+
+
+def format_interval(mean: float, half_width: float) -> str:
+    """A mean and the half width of its interval: ``39.48 ± 1.3``, ``3,166 ± 130``.
+
+    The half width keeps two significant digits (more would claim a precision the repeats do
+    not have) and the mean four. The CLI, the report and the dashboard (``js/format.js``
+    ``formatInterval``) print every interval this way.
+    """
+    return f"{_significant(mean, 4)} ± {_significant(half_width, 2)}"

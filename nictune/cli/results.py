@@ -9,6 +9,7 @@ from rich import box
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt
+from nictune.formatting import format_interval
 from nictune.measure._base import METRICS
 from nictune.optimizer import get_objective
 
@@ -109,8 +110,9 @@ def print_best(rows: list[dict[str, Any]], title: str, objective: str, simulated
     for i, r in enumerate(rows, 1):
         iv = r.get("interval") or {}
         low, high = iv.get("low"), iv.get("high")
-        half = f" ± {(high - low) / 2:.2g}" if low is not None and high is not None else ""
-        table.add_row(str(i), f"{fmt(r.get('objective_value', r.get('value')) or 0)}{half}",
+        value = r.get("objective_value", r.get("value")) or 0
+        shown = format_interval(value, (high - low) / 2) if low is not None and high is not None else fmt(value)
+        table.add_row(str(i), shown,
                       "yes" if r.get("feasible") else "no", str(r.get("measurements", "")),
                       ", ".join(map(str, r.get("jobs") or [])), str(r.get("config_hash", ""))[:12],
                       " ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items()))

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nictune.errors import MeasurementError
+from nictune.formatting import format_interval
 from nictune.optimizer.objectives import Goal, MetricConstraint, Score
 
 Decision = Literal["again", "incumbent", "stop", "done"]
@@ -98,8 +99,7 @@ class Interval:
         return (self.high - self.low) / 2.0
 
     def __str__(self) -> str:
-        mean, half = _significant(self.mean, 4), _significant(self.half_width, 2)
-        return f"{mean} ± {half} (n={self.n}, {self.confidence:.0%} CI)"
+        return f"{format_interval(self.mean, self.half_width)} (n={self.n}, {self.confidence:.0%} CI)"
 
     def as_dict(self) -> dict[str, Any]:
         return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n,
@@ -466,14 +466,6 @@ class RacingPolicy:
         """The pooled noise estimate to store with the job (``cv``, ``dof``, ``measured_dof``)."""
         return {name: {"cv": nz.cv, "dof": nz.dof, "measured_dof": float(nz.measured_dof)}
                 for name, nz in self.noise(trials).items()}
-
-
-def _significant(x: float, digits: int) -> str:
-    """``x`` to ``digits`` significant digits, whole numbers beyond them (``3,166 ± 130``, not
-    ``3166 ± 1.3e+02``)."""
-    if math.isfinite(x) and abs(x) >= 10 ** (digits - 1):
-        return f"{x:,.0f}"
-    return f"{x:.{digits}g}"
 
 
 def _holds(c: MetricConstraint, x: float) -> bool:

@@ -21,3 +21,9 @@ def format_cases() -> list[dict[str, Any]]:
 def decode(value: Any) -> float | None:
     """A stored value as the number it stands for."""
     return SPECIAL[value] if isinstance(value, str) else value
+
+
+def interval_cases() -> list[dict[str, Any]]:
+    """Each case: ``mean``, ``half`` and the expected ``text`` of format_interval / formatInterval."""
+    cases: list[dict[str, Any]] = json.loads(CASES_FILE.read_text(encoding="utf-8"))["intervals"]
+    return cases

@@ -34,9 +34,9 @@ import pytest
 from typer.testing import CliRunner
 
 from nictune.cli import token as token_cli
-from nictune.formatting import format_number
+from nictune.formatting import format_interval, format_number
 from tests.api.server import Server, free_port
-from tests.dashboard.format_cases import format_cases
+from tests.dashboard.format_cases import format_cases, interval_cases
 from tests.environment import unavailable
 
 pytestmark = pytest.mark.slow
@@ -335,7 +335,7 @@ def check_history_ranking(page: Any, api: httpx.Client, card: str) -> None:
     for row, item in zip(rows, best["items"], strict=True):  # ... is the column the page shows
         iv = item["interval"]
         assert row[0] == str(item["rank"])
-        assert row[1] == f"{format_number(item['objective_value'])} ± {format_number((iv['high'] - iv['low']) / 2)}"
+        assert row[1] == format_interval(item["objective_value"], (iv["high"] - iv["low"]) / 2)
         assert row[2] == format_number(iv["low"])
 
 
@@ -398,8 +398,8 @@ def test_a_finished_job_shows_its_recommendation_with_its_interval(service: Serv
         wait_until(page, "() => document.querySelector('#best-so-far')?.textContent.includes('Recommended')")
         headline = page.inner_text("#best-so-far")
         mean = page.evaluate("() => document.querySelector('#best-value').textContent")
-        # The interval as the CLI prints it: format_number for the mean and for the half width.
-        assert mean == f"{format_number(rec['mean'])} ± {format_number((rec['high'] - rec['low']) / 2)} Gbit/s"
+        # The interval as the CLI prints it (format_interval: the same rounding as `optimize`).
+        assert mean == f"{format_interval(rec['mean'], (rec['high'] - rec['low']) / 2)} Gbit/s"
         assert f"n={rec['n']}, 90% CI" in headline and f"trial {rec['number']}" in headline
         assert f"{job['noise']['objective']['cv'] * 100:.1f} % coefficient of variation" in headline
         # Default vs best is drawn once the default configuration has loaded.
@@ -504,6 +504,12 @@ def test_the_dashboard_formats_numbers_as_the_cli_does(blank_page: Any) -> None:
         return values.map((v) => formatNumber(typeof v === 'string' ? special[v] : v));
     }""", [c["value"] for c in cases])
     assert [(c["value"], text) for c, text in zip(cases, got, strict=True)] == [(c["value"], c["text"]) for c in cases]
+    intervals = interval_cases()
+    shown = blank_page.evaluate("""async (pairs) => {
+        const {formatInterval} = await import('./static/js/format.js');
+        return pairs.map(([mean, half]) => formatInterval(mean, half));
+    }""", [[c["mean"], c["half"]] for c in intervals])
+    assert shown == [c["text"] for c in intervals]
 
 
 def test_the_event_stream_parser(blank_page: Any) -> None:

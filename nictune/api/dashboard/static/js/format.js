@@ -58,3 +58,39 @@ export function formatNumber(value) {
   if (mag >= 1e-4) return sign + threeSignificant(mag);
   return sign + exponent(mag);
 }
+
+/** Python's f"{x:.{d}g}": d significant digits, fixed notation for exponents -4 .. d-1 (trailing
+ *  zeros dropped), else scientific with a two-digit exponent (1e-07). */
+function generalFormat(x, d) {
+  if (x === 0) return "0";
+  const sign = x < 0 ? "-" : "";
+  const abs = Math.abs(x);
+  const exp = Number(abs.toExponential(d - 1).split("e")[1]);  // the exponent after rounding
+  if (exp >= -4 && exp < d) {
+    const text = fixedHalfEven(abs, Math.max(0, d - 1 - exp));
+    return sign + (text.includes(".") ? text.replace(/0+$/, "").replace(/\.$/, "") : text);
+  }
+  const [mantissa, e] = abs.toExponential(d - 1).split("e");
+  const m = mantissa.includes(".") ? mantissa.replace(/0+$/, "").replace(/\.$/, "") : mantissa;
+  const n = Number(e);
+  return `${sign}${m}e${n < 0 ? "-" : "+"}${String(Math.abs(n)).padStart(2, "0")}`;
+}
+
+/** nictune/formatting.py _significant: whole numbers with commas from 10**(digits-1) on. */
+function significant(x, digits) {
+  if (Number.isFinite(x) && Math.abs(x) >= 10 ** (digits - 1)) {
+    return (x < 0 ? "-" : "") + wholeWithCommas(Math.abs(x));
+  }
+  return generalFormat(x, digits);
+}
+
+/**
+ * A mean and the half width of its interval, as the CLI prints it: "39.48 ± 1.3", "3,166 ± 130"
+ * (a port of nictune/formatting.py format_interval).
+ * @param {number} mean
+ * @param {number} half
+ * @returns {string}
+ */
+export function formatInterval(mean, half) {
+  return `${significant(mean, 4)} ± ${significant(half, 2)}`;
+}

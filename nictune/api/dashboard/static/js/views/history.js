@@ -3,6 +3,7 @@
 import {allItems, api, explain} from "../api.js";
 import {changesText} from "../changes.js";
 import {fill, h, num, shortHash, simBadge, testbedLabel, val, when} from "../dom.js";
+import {formatInterval} from "../format.js";
 import {directionText, objectiveNamed} from "../goal.js";
 import {meta} from "../meta.js";
 import {SortableTable} from "../table.js";
@@ -41,7 +42,7 @@ export function rankingBound(direction) {
 function intervalText(item) {
   const iv = item.interval || {};
   if (iv.low == null || iv.high == null) return num(item.objective_value);
-  return `${num(item.objective_value)} ± ${num((iv.high - iv.low) / 2)}`;
+  return formatInterval(item.objective_value, (iv.high - iv.low) / 2);
 }
 
 function bestTable(best, defaults) {

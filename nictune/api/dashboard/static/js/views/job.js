@@ -5,6 +5,7 @@ import {ApiError, allItems, api, download, explain, followEvents} from "../api.j
 import {changesCell} from "../changes.js";
 import {drawConvergence} from "../chart.js";
 import {duration, fill, h, num, s, simBadge, stateBadge, testbedLabel, val, when} from "../dom.js";
+import {formatInterval} from "../format.js";
 import {drawFrontCard} from "../front.js";
 import {better, directionText, objectiveNamed, objectiveValue, scoreOf} from "../goal.js";
 import {metricDef, metricOrder} from "../metrics.js";
@@ -253,7 +254,7 @@ export function render(root, ctx, jobId) {
     const pct = change(base, value);
     const cv = job.noise && job.noise.objective ? job.noise.objective.cv : null;
     const shown = rec && rec.mean !== null && rec.high !== null
-      ? `${num(rec.mean)} ± ${num((rec.high - rec.low) / 2)} ${unit}` : `${num(value)} ${unit}`;
+      ? `${formatInterval(rec.mean, (rec.high - rec.low) / 2)} ${unit}` : `${num(value)} ${unit}`;
     fill(bestBox,
       h("span", {class: "best-label"}, rec ? "Recommended: " : "Best so far: "),
       h("strong", {id: "best-value"}, shown),
