@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 
 def format_number(value: float | None) -> str:
@@ -40,3 +42,12 @@ def format_interval(mean: float, half_width: float) -> str:
     ``formatInterval``) print every interval this way.
     """
     return f"{_significant(mean, 4)} ± {_significant(half_width, 2)}"
+
+
+def changed_text(config: Mapping[str, Any], default: Mapping[str, Any]) -> str:
+    """A configuration by what it changed from ``default``: ``mtu=9000 rx_ring=4096`` in the
+    configuration's order (a knob the default has and it lacks: ``name=(inactive)``);
+    ``(default)`` when it changed nothing."""
+    parts = [f"{k}={v}" for k, v in config.items() if default.get(k, object()) != v]
+    parts += [f"{k}=(inactive)" for k in default if k not in config]
+    return " ".join(parts) or "(default)"

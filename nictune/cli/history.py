@@ -28,10 +28,12 @@ from nictune.cli.results import (
     print_short_runs,
     print_stop,
 )
-from nictune.errors import InvalidInputError
+from nictune.errors import InvalidInputError, NictuneError
+from nictune.formatting import changed_text
 from nictune.jobs import job_report, trial_rows
 from nictune.jobs.runner import INT32_MAX
 from nictune.measure.workloads import check_workload_name
+from nictune.metrics import label, unit
 from nictune.optimizer import OBJECTIVES, Goal, get_objective
 from nictune.optimizer.racing import RacingPolicy
 
@@ -102,14 +104,74 @@ def jobs(
     if json_out:
         print_json(rows)
         return
-    print_jobs("jobs (newest first)", [r | {"done": r["trials"], "cached": r["stats"].get("cached", 0)}
-                                       for r in rows],
+    print_jobs("jobs (newest first)", [r | {"done": r["trials"], "cached": r["stats"].get("cached", 0),
+                                            "result": _result(r["stats"])} for r in rows],
                filtered=any(v is not None for v in (testbed, workload, objective, since, state)))
+
+
+#: The metrics every trial table shows besides the job's objectives, when some trial has them.
+TABLE_METRICS = ("throughput_gbps", "loss_pct", "cpu_rx_pct", "latency_p99_us")
+
+
+def _result(stats: dict[str, Any]) -> dict[str, Any] | None:
+    """A stored job's recommendation as :func:`result_text` reads it (``None`` when it has none)."""
+    rec = stats.get("recommendation") or {}
+    interval = rec.get("interval") or {}
+    if not rec.get("objective") or interval.get("mean") is None:
+        return None
+    return {"objective": rec["objective"], "mean": interval["mean"], "low": interval.get("low"),
+            "high": interval.get("high")}
+
+
+def trials_table(report: dict[str, Any], rows: list[dict[str, Any]]) -> Table:
+    """Every trial in order: its objectives (each with its unit), the main metrics the job
+    measured (labelled, with units), and what it changed from the default configuration."""
+    objectives = [get_objective(name) for name in report["objectives"]]
+    measured = {name for r in rows for name in r["metrics"]}
+    own = {o.metric for o in objectives if o.per is None}
+    metrics = [m for m in TABLE_METRICS if m in measured and m not in own]
+    default = report.get("default_config") or {}
+    table = Table()
+    table.add_column("trial", justify="right")
+    table.add_column("source")
+    table.add_column("runs", justify="right")
+    for o in objectives:
+        table.add_column(objective_heading(o), justify="right")
+    for m in metrics:
+        table.add_column(f"{label(m)}\n{unit(m)}".rstrip(), justify="right")
+    table.add_column("changed (vs default)", overflow="fold", ratio=1, min_width=24)
+    best_no = report["best"]["number"] if report.get("best") else None
+    raced_from_cache = {r["number"] for r in rows if r["cached_from"] and r["source"] == "measured"}
+    for r in rows:
+        m = r["metrics"]
+        changed = changed_text(r.get("config") or {}, default) if default else r["config_hash"][:12]
+        if not m:
+            table.add_row(str(r["number"]), r["state"], "-", *["-"] * (len(objectives) + len(metrics)), changed)
+            continue
+        source = "cache+race" if r["number"] in raced_from_cache else r["source"]
+        table.add_row(str(r["number"]) + (" *" if r["number"] == best_no else ""), source,
+                      str(r.get("repeats") or "-"), *(_objective_cell(o, m) for o in objectives),
+                      *(fmt(m[k]) if k in m else "-" for k in metrics), changed)
+    return table
+
+
+def objective_heading(objective: Any) -> str:
+    """A table header for an objective: its label, and its unit on a second line."""
+    name = label(objective.metric) if objective.per is None else objective.label
+    shown = unit(objective.metric) if objective.per is None else objective.unit
+    return f"{name}\n{shown}".rstrip()
 
 
 def _cell(metrics: dict[str, float], name: str) -> str:
     """A metric's table cell: "-" for one the testbed does not measure (interrupts on veth)."""
     return fmt(metrics[name]) if name in metrics else "-"
+
+
+def _objective_cell(objective: Any, metrics: dict[str, float]) -> str:
+    try:
+        return fmt(objective.value(metrics))
+    except NictuneError:  # a metric it needs is missing from this trial
+        return "-"
 
 
 def _history_db(db_url: str | None, workload: str | None) -> Any:
@@ -151,7 +213,6 @@ def show(
     if json_out:
         print_json(report | {"trials": rows})
         return
-    obj = get_objective(report["objectives"][0])
     console.print(f"job {job_id} ({report['state']}): {report['engine']} on {report['testbed']}"
                   + (f" ({SIM_NOTE})" if report["simulated"] else "")
                   + f", workload {report['workload']}, objective {', '.join(report['objectives'])}"
@@ -164,27 +225,7 @@ def show(
     if len(report["objectives"]) > 1:
         print_front(report)
     print_noise(report)
-    # The objective's own column, unless it is one of the metric columns already shown.
-    shown = {"throughput_gbps": "Gbps", "loss_pct": "loss %", "interrupts_per_s": "irq/s", "cpu_rx_pct": "cpu rx %"}
-    own = obj.per is not None or obj.metric not in shown
-    table = Table()
-    for col in ("trial", "source", "runs", *([obj.label] if own else []), *shown.values(), "config"):
-        table.add_column(col, justify="right" if col not in ("source", "config") else "left",
-                         no_wrap=col in ("source", "config"))
-    best_no = report["best"]["number"] if report.get("best") else None
-    raced_from_cache = {r["number"] for r in rows if r["cached_from"] and r["source"] == "measured"}
-    for r in rows:
-        m = r["metrics"]
-        mark = " *" if r["number"] == best_no else ""
-        if not m:
-            table.add_row(str(r["number"]), r["state"], "-", *(["-"] if own else []),
-                          *["-"] * len(shown), r["config_hash"][:12])
-            continue
-        runs = str(r.get("repeats") or "-")
-        source = "cache+race" if r["number"] in raced_from_cache else r["source"]
-        table.add_row(str(r["number"]) + mark, source, runs, *([fmt(obj.value(m))] if own else []),
-                      *(_cell(m, k) for k in shown), r["config_hash"][:12])
-    console.print(table)
+    console.print(trials_table(report, rows))
     # Errors under the table, where they can wrap: in a cell they squeezed every column.
     errors: dict[str, list[int]] = {}
     for r in rows:
@@ -200,7 +241,7 @@ def show(
     console.print("* recommended trial" + ("  runs: benchmark runs behind the mean (adaptive repeats)"
                                            if report.get("racing") else "")
                   + ("  cache+race: answered from the cache, then measured again in the final race"
-                     if raced_from_cache else ""))
+                     if any(r["cached_from"] and r["source"] == "measured" for r in rows) else ""))
 
 
 def _number_ranges(numbers: list[int]) -> str:

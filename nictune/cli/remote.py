@@ -269,6 +269,7 @@ def _job_row(job: dict[str, Any]) -> dict[str, Any]:
         "testbed": job["testbed"], "simulated": bool(job.get("simulated")), "workload": job["workload"],
         "objectives": job["objectives"], "constraints": job.get("constraints") or [], "engine": job["engine"],
         "done": progress.get("done", 0), "budget": job.get("budget"), "cached": progress.get("cached", 0),
+        "result": job.get("recommendation"),
     }
 
 
@@ -302,6 +303,8 @@ def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict
     with Client(server, token=token) as client:
         job = client.get_job(job_id)
         items: list[dict[str, Any]] = client.job_trials(job_id, limit=None)["items"]
+        default_config = dict(client.job_default(job_id).get("config") or {})
+    configs = {t["number"]: t.get("config") or {} for t in items}
     rec = job.get("recommendation")
     best = job.get("best")
     number = rec["number"] if rec and rec.get("number") is not None else best["number"] if best else None
@@ -315,10 +318,12 @@ def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict
         "stats": {"final_race": job.get("final_race") or []}, "notices": job.get("notices") or [],
         "best": {"number": number} if number is not None else None,
         "best_feasible": (best.get("score") or {}).get("feasible") if best else None,
-        "front": [{"number": f["number"], "config_hash": f["config_hash"], "metrics": f["metrics"]}
-                  for f in job.get("front") or []],
+        "front": [{"number": f["number"], "config_hash": f["config_hash"], "metrics": f["metrics"],
+                   "config": configs.get(f["number"], {})} for f in job.get("front") or []],
+        "default_config": default_config,
     }
     rows = [{"number": t["number"], "state": t["state"], "source": t["source"], "config_hash": t["config_hash"],
+             "config": t.get("config") or {},
              "metrics": _measured(t.get("metrics")),
              "repeats": t.get("repeats"), "cached_from": t.get("cached_from"), "error": t.get("error")}
             for t in items]

@@ -9,28 +9,35 @@ from rich import box
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt
-from nictune.formatting import format_interval
-from nictune.measure._base import METRICS
+from nictune.formatting import changed_text, format_interval
+from nictune.metrics import METRICS, heading
 from nictune.optimizer import get_objective
 
 
 def print_front(report: dict[str, Any]) -> None:
-    """The Pareto front of a multi-objective job (``job_report``'s ``front``)."""
+    """The Pareto front of a multi-objective job (``job_report``'s ``front``): each member's
+    objectives (with units) and what it changed from the default, the recommended one starred."""
+    from nictune.cli.history import objective_heading
+
     objectives = [get_objective(name) for name in report["objectives"]]
     n = len(report["front"])
+    default = report.get("default_config") or {}
+    best_no = (report.get("best") or {}).get("number")
     table = Table(title=f"Pareto front: {n} configuration{'' if n == 1 else 's'} no other beats on every objective"
                         + (" (simulated)" if report["simulated"] else ""))
     table.add_column("trial", justify="right")
     for obj in objectives:
-        table.add_column(f"{obj.label} ({obj.direction[:3]})", justify="right")
-    table.add_column("loss %", justify="right")
-    table.add_column("config")
+        table.add_column(f"{objective_heading(obj)}\n({'higher' if obj.direction == 'maximize' else 'lower'} is "
+                         "better)", justify="right")
+    table.add_column("changed (vs default)", overflow="fold", ratio=1, min_width=24)
     for row in report["front"]:
-        table.add_row(str(row["number"]), *(fmt(obj.value(row["metrics"])) for obj in objectives),
-                      fmt(row["metrics"].get("loss_pct", float("nan"))), row["config_hash"][:12])
+        config = row.get("config")
+        changed = changed_text(config, default) if config is not None and default else row["config_hash"][:12]
+        table.add_row(str(row["number"]) + (" *" if row["number"] == best_no else ""),
+                      *(fmt(obj.value(row["metrics"])) for obj in objectives), changed)
     console.print(table)
-    console.print("  show one with  nictune history config HASH; the rest of this output is about the first "
-                  f"objective ({objectives[0].label})")
+    console.print(f"  * recommended: the best {objectives[0].label} of the front; within 1 % of it, the best "
+                  f"{objectives[1].label}" + (" (and so on)" if len(objectives) > 2 else ""))
 
 
 def changes_table(number: int, config_hash: str, changes: list[dict[str, Any]]) -> Table:
@@ -129,31 +136,46 @@ def print_best(rows: list[dict[str, Any]], title: str, objective: str, simulated
 def print_jobs(title: str, rows: list[dict[str, Any]], *, filtered: bool) -> None:
     """The jobs table of ``nictune history``, local or through ``--server``. Each row:
     ``job_id``, ``state``, ``created_at`` (ISO text), ``testbed``, ``simulated``,
-    ``workload``, ``objectives``, ``constraints``, ``engine``, ``done``, ``budget``, ``cached``.
+    ``workload``, ``objectives``, ``constraints``, ``engine``, ``done``, ``budget``, ``cached``,
+    ``result`` (the recommendation: ``objective``, ``mean``, ``low``, ``high``; or ``None``).
     ``filtered``: the query had filters, so an empty answer says that none matched."""
     # 86 columns wide for a simulated testbed (it was 125): no vertical rules, one space apart.
     # Narrower terminals fold cells onto more lines, and nothing is cut: a testbed's name cut
     # to "sim:benson-…" hid which testbed it was.
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=0, show_edge=False)
-    for col in ("job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached"):
-        table.add_column(col, justify="right" if col in ("job", "trials", "cached") else "left", overflow="fold")
+    for col in ("job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached",
+                "result"):
+        table.add_column(col, justify="right" if col in ("job", "trials", "cached", "result") else "left",
+                         overflow="fold")
     for r in rows:
         sim = r["simulated"] and not r["testbed"].startswith("sim:")
         goal = ", ".join(r["objectives"]) + (f" [{', '.join(r['constraints'])}]" if r["constraints"] else "")
         table.add_row(str(r["job_id"]), r["state"], str(r["created_at"])[:16].replace("T", " "),
                       r["testbed"] + (" (sim)" if sim else ""), r["workload"], goal,
-                      r["engine"], f"{r['done']}/{r['budget']}", str(r["cached"]))
+                      r["engine"], f"{r['done']}/{r['budget']}", str(r["cached"]), result_text(r.get("result")))
     console.print(table)
     if not rows:
         console.print("no job matches these filters" if filtered else
                       "no jobs yet: run  nictune optimize --objective throughput")
 
 
+def result_text(rec: Mapping[str, Any] | None) -> str:
+    """A job's recommendation in one cell: ``39.26 ± 1.3 Gbit/s`` (its first objective, with the
+    interval); ``-`` while it has none. ``rec``: ``objective`` and ``mean``/``low``/``high``."""
+    if not rec or rec.get("mean") is None or rec.get("objective") is None:
+        return "-"
+    obj = get_objective(str(rec["objective"]))
+    low, high = rec.get("low"), rec.get("high")
+    value = format_interval(rec["mean"], (high - low) / 2) if low is not None and high is not None \
+        else fmt(rec["mean"])
+    return f"{value} {obj.unit}".rstrip()
+
+
 def default_vs_best_table(default: Mapping[str, Any] | None, best: Mapping[str, Any] | None, *,
                           simulated: bool) -> Table:
     """The metrics of the default and the best trial side by side: the mean over repeats and,
     where the repeats differ, their range. Each row: ``metrics`` and ``spread`` (metric ->
-    ``min``, ``max``); a missing row or metric is "-"."""
+    ``min``, ``max``); a missing row or metric is "-". Metrics neither measured are left out."""
     table = Table(title="default vs best: mean [min .. max] over repeats" + (" (simulated)" if simulated else ""))
     table.add_column("metric")
     table.add_column("default", justify="right")
@@ -168,5 +190,6 @@ def default_vs_best_table(default: Mapping[str, Any] | None, best: Mapping[str, 
         return fmt(row["metrics"][name]) + rng
 
     for name in METRICS:
-        table.add_row(name, cell(default, name), cell(best, name))
+        if any(row and row["metrics"].get(name) is not None for row in (default, best)):
+            table.add_row(heading(name), cell(default, name), cell(best, name))
     return table

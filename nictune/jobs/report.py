@@ -138,6 +138,7 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     info["stop_reason"], info["stop_text"] = stop_reason_of(info["state"], stats)
     info["notices"] = list(stats.get("notices") or [])
     info["space_size"] = space.size()
+    info["default_config"] = default_config.as_dict()
     info["front"] = [r for r in completed if r["number"] in {f["number"] for f in stats.get("front") or []}]
     info["best"] = best
     info["default"] = default
