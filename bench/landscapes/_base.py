@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from nictune.jobs.runner import start_configs
 from nictune.optimizer import Goal, Score
 from nictune.search_spaces import Configuration, SearchSpace
 
@@ -105,12 +106,9 @@ class Landscape(ABC):
 
     # ------------------------------------------------------------- what everyone starts from
     def start(self) -> list[Configuration]:
-        """The start configurations every contender gets: the untuned default, and the space's
-        ``baseline`` profile where it has one (what a job's loop gives its engine)."""
-        out = [self.space.default()]
-        if "baseline" in self.space.profiles:
-            out.append(self.space.profile("baseline"))
-        return out
+        """The start configurations every contender gets: what a job's loop gives its engine
+        (:func:`nictune.jobs.runner.start_configs`: the default, the stock profiles, the baseline)."""
+        return start_configs(self.space)
 
     # ------------------------------------------------------------- identity
     def key(self) -> str:

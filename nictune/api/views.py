@@ -9,9 +9,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from nictune import db
 from nictune.api.manager import CANCEL_KEY, JobManager
 from nictune.api.queries.jobs import CompletedTrial, TrialCounts, completed_trials, configuration
 from nictune.api.schemas.jobs import (
+    Baselines,
     BestTrial,
     FrontMember,
     JobLinks,
@@ -24,10 +26,11 @@ from nictune.api.schemas.jobs import (
 from nictune.api.schemas.trials import TrialOut
 from nictune.db import Configuration, Job, Trial
 from nictune.errors import NictuneError
-from nictune.jobs.report import knob_changes, short_runs
+from nictune.jobs.baselines import compare_baselines
+from nictune.jobs.report import default_row, knob_changes, short_runs, trial_rows
 from nictune.jobs.stopping import stop_reason_of
 from nictune.optimizer import Goal, Score
-from nictune.search_spaces import space_from_dict
+from nictune.search_spaces import SearchSpace, space_from_dict
 
 SIM_NOTE = "simulated testbed: figures come from a model, not from hardware"
 #: Trials whose finishing times the ETA is estimated from.
@@ -129,6 +132,7 @@ def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | No
     simulated = job.testbed.kind == "sim"
     best: BestTrial | None = None
     eta: float | None = None
+    baselines: Baselines | None = None
     if detailed:
         trials = completed_trials(s, job.id)
         found = _recommended(job, trials) or best_of(_goal(job), trials)
@@ -137,11 +141,13 @@ def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | No
             row = configuration(s, trial.configuration_id)
             if row is not None:
                 config = config_dict(row)
-                changes = knob_changes(space_from_dict(dict(job.space_definition)), config)
+                space = space_from_dict(dict(job.space_definition))
+                changes = knob_changes(space, config)
                 best = BestTrial(number=trial.number, config_hash=row.hash, config=config,
                                  metrics=clean_metrics(trial.summary.get("metrics")),
                                  spread=clean_spread(trial.summary.get("spread")),
                                  score=clean_score(score) or {}, changes=[KnobChange(**c) for c in changes])
+                baselines = _baselines(s, job, space, trial.number)
         eta = eta_seconds(job, counts, trials)
     cancel = bool(job.stats.get(CANCEL_KEY)) or (manager is not None and manager.cancel_requested(job.id))
     return JobOut(
@@ -158,8 +164,21 @@ def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | No
         progress=Progress(done=counts.done, budget=job.budget, fraction=min(counts.done / job.budget, 1.0),
                           measured=counts.measured, cached=counts.cached, failed=counts.failed,
                           running=counts.running),
-        best=best, links=links(job.id), **_search_details(job, detailed),
+        best=best, baselines=baselines, links=links(job.id), **_search_details(job, detailed),
     )
+
+
+def _baselines(s: Session, job: Job, space: SearchSpace, best_number: int) -> Baselines | None:
+    """The recommendation (trial ``best_number``) against the default and the stock profiles
+    (:func:`nictune.jobs.baselines.compare_baselines`, as the CLI and the report show it)."""
+    goal = _goal(job)
+    if goal is None:
+        return None
+    rows = trial_rows(db.job_trials(s, job.id))
+    completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
+    best = next((r for r in completed if r["number"] == best_number), None)
+    found = compare_baselines(space, goal, job.stats or {}, rows, best, default_row(s, job, space, completed))
+    return None if found is None else Baselines.model_validate(found)
 
 
 def _recommended(job: Job, trials: list[CompletedTrial]) -> tuple[CompletedTrial, Score] | None:

@@ -21,6 +21,7 @@ from nictune.cli.remote import (
     job_report_remote,
 )
 from nictune.cli.results import (
+    print_baselines,
     print_best,
     print_front,
     print_jobs,
@@ -242,6 +243,7 @@ def show(
                                            if report.get("racing") else "")
                   + ("  cache+race: answered from the cache, then measured again in the final race"
                      if any(r["cached_from"] and r["source"] == "measured" for r in rows) else ""))
+    print_baselines(report)
 
 
 def _number_ranges(numbers: list[int]) -> str:

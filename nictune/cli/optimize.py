@@ -34,6 +34,7 @@ from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
 from nictune.cli.results import (
     changes_table,
     default_vs_best_table,
+    print_baselines,
     print_front,
     print_noise,
     print_short_runs,
@@ -381,6 +382,7 @@ def _json_result(report: dict[str, Any]) -> dict[str, Any]:
         "patience": report.get("patience"),
         "elapsed_s": report.get("elapsed_s"),
         "front": [_front_row(row) for row in report.get("front") or []],
+        "baselines": report.get("baselines"),
         "notices": report.get("notices", []),
     }
 
@@ -418,6 +420,7 @@ def _print_result(report: dict[str, Any]) -> None:
     print_noise(report)
     console.print(changes_table(best["number"], best["config_hash"], report.get("changes", [])))
     console.print(default_vs_best_table(default, best, simulated=report["simulated"]))
+    print_baselines(report)
     console.print(f"job id: {report['job_id']}   (nictune history show {report['job_id']})")
 
 

@@ -22,6 +22,7 @@ from nictune.cli._common import (
 from nictune.cli.results import (
     changes_table,
     default_vs_best_table,
+    print_baselines,
     print_best,
     print_jobs,
     print_noise,
@@ -239,6 +240,7 @@ def _print_remote_result(job: dict[str, Any], default: dict[str, Any] | None) ->
             table.add_row(k, str(v))
         console.print(table)
     console.print(default_vs_best_table(default, best, simulated=bool(job.get("simulated"))))
+    print_baselines(job)
 
 
 def _cli_keys(job: dict[str, Any]) -> dict[str, Any]:
@@ -321,6 +323,7 @@ def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict
         "front": [{"number": f["number"], "config_hash": f["config_hash"], "metrics": f["metrics"],
                    "config": configs.get(f["number"], {})} for f in job.get("front") or []],
         "default_config": default_config,
+        "baselines": job.get("baselines"), "space": job.get("space"),
     }
     rows = [{"number": t["number"], "state": t["state"], "source": t["source"], "config_hash": t["config_hash"],
              "config": t.get("config") or {},

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt
 from nictune.formatting import changed_text, format_interval
+from nictune.jobs.baselines import comparison_rows
 from nictune.metrics import METRICS, heading
 from nictune.optimizer import get_objective
 
@@ -193,3 +194,28 @@ def default_vs_best_table(default: Mapping[str, Any] | None, best: Mapping[str, 
         if any(row and row["metrics"].get(name) is not None for row in (default, best)):
             table.add_row(heading(name), cell(default, name), cell(best, name))
     return table
+
+
+def print_baselines(report: Mapping[str, Any]) -> None:
+    """The recommendation against the default and each stock profile measured in the job
+    (``job_report``'s ``baselines``, :func:`nictune.jobs.baselines.compare_baselines`)."""
+    comparison = report.get("baselines")
+    if not comparison:
+        return
+    obj = comparison["objective"]
+    conf = (comparison["recommendation"].get("interval") or {}).get("confidence") or 0.9
+    table = Table(title=f"recommendation vs the default and the stock profiles: {obj['label']} ({obj['unit']}, "
+                        f"{conf:.0%} CI; {obj['direction']})" + (" (simulated)" if report.get("simulated") else ""))
+    for col in ("configuration", "trial", obj["label"], *comparison["metrics"], "recommendation vs it"):
+        table.add_column(col, justify="left" if col == "configuration" else "right")
+    rows = comparison_rows(comparison)
+    for row in rows:
+        table.add_row(row["name"], row["trial"], row["objective"], *(row[m] for m in comparison["metrics"]),
+                      row["vs"])
+    console.print(table)
+    for row in rows:
+        if row["note"]:
+            console.print(f"  {row['name']}: {row['note']}", highlight=False)
+    if any(b.get("stock") for b in comparison["baselines"]):
+        console.print("  stock profiles: what users would otherwise apply (TuneD, ESnet), in this space's knobs; "
+                      f"nictune spaces show {report.get('space', 'SPACE')} lists their sources and what they set")

@@ -89,6 +89,13 @@ def show(
     if info["limits"]:
         console.print("limits: " + ", ".join(f"{k}={v}" for k, v in info["limits"].items()))
     console.print("profiles: " + ", ".join(info["profiles"]))
+    for pname, meta in info["profile_info"].items():
+        head = f"{pname}" + (" (stock: every job measures it at its start)" if meta["stock"] else "")
+        console.print(Text.assemble((head, "bold"), f": {meta['description']}" if meta["description"] else ""))
+        for label, key in (("source", "source"), ("not expressed in this space", "not_expressed"),
+                           ("notes", "notes")):
+            if meta[key]:
+                console.print(f"  {label}: " + "; ".join(meta[key]))
 
 
 @app.command("validate")

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine as DbEngine
 from sqlalchemy.orm import Session
 
 from nictune import db
+from nictune.jobs.baselines import compare_baselines
 from nictune.jobs.stopping import stop_reason_of
 from nictune.optimizer import Goal, Score
 from nictune.search_spaces import SearchSpace, space_from_dict
@@ -60,6 +61,19 @@ def earlier_figures(s: Session, job: db.Job, config_hash: str) -> dict[str, Any]
     return {"repeats": len(samples), "metrics": Goal.mean_metrics(samples), "spread": Goal.spread(samples)}
 
 
+def default_row(s: Session, job: db.Job, space: SearchSpace, completed: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The default configuration's row among a job's ``completed`` rows (:func:`trial_rows`)
+    or, when it is not a trial of the job (a warm start knew it already), its earlier figures
+    on the job's testbed and workload (``number`` None, ``source`` history); ``None`` if never measured."""
+    config = space.default()
+    row = next((r for r in completed if r["config_hash"] == config.hash), None)
+    earlier = earlier_figures(s, job, config.hash) if row is None else None
+    if earlier is not None:
+        row = {"number": None, "state": "completed", "source": "history", "config_hash": config.hash,
+               "config": json.loads(config.canonical_json), "score": None, "error": None, **earlier}
+    return row
+
+
 def job_header(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     """What :func:`job_report` says of the job itself (no trials read): enough for a header."""
     with db.session_scope(dbe) as s:
@@ -100,12 +114,7 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
         trials = db.job_trials(s, job_id)
         rows = trial_rows(trials)
         completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
-        default_config = space.default()
-        default = next((r for r in completed if r["config_hash"] == default_config.hash), None)
-        earlier = earlier_figures(s, job, default_config.hash) if default is None else None
-        if earlier is not None:  # not a trial of this job (a warm start knew it already)
-            default = {"number": None, "state": "completed", "source": "history", "config_hash": default_config.hash,
-                       "config": json.loads(default_config.canonical_json), "score": None, "error": None, **earlier}
+        default = default_row(s, job, space, completed)
         recommended_id = job.best_trial_id
         recommended = next((t.number for t in trials if t.id == recommended_id), None)
         info = _job_fields(job)
@@ -138,10 +147,12 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     info["stop_reason"], info["stop_text"] = stop_reason_of(info["state"], stats)
     info["notices"] = list(stats.get("notices") or [])
     info["space_size"] = space.size()
-    info["default_config"] = default_config.as_dict()
+    info["default_config"] = space.default().as_dict()
     info["front"] = [r for r in completed if r["number"] in {f["number"] for f in stats.get("front") or []}]
     info["best"] = best
     info["default"] = default
+    # The recommendation against the default and each stock profile (TuneD, ESnet ...).
+    info["baselines"] = compare_baselines(space, goal, stats, rows, best, default)
     if best is not None:
         info["best_feasible"] = goal.score(best["metrics"]).feasible
         best_cfg = dict(best["config"])

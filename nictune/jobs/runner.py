@@ -142,12 +142,15 @@ class Prepared:
 
 
 def start_configs(space: SearchSpace) -> list[Configuration]:
-    """The configurations a job measures first: the space's default, and its ``baseline``
-    profile when it has one."""
-    starts = [space.default()]
-    if "baseline" in space.profiles:
-        starts.append(space.profile("baseline"))
-    return starts
+    """The configurations a job measures first, each once: the space's default, its stock
+    profiles (what users would otherwise apply, in the file's order: the job's end shows its
+    recommendation against each), and its ``baseline`` profile when it has one.
+
+    The baseline comes last because engines grow their first round from the last start
+    configuration (one-knob changes of a known-good one)."""
+    names = [*space.stock_profiles(), *(["baseline"] if "baseline" in space.profiles else [])]
+    starts = {c.hash: c for c in [space.default(), *(space.profile(n) for n in names)]}
+    return list(starts.values())
 
 
 def _load_space(spec_space: str | Mapping[str, Any] | None, executor: Executor) -> SearchSpace:

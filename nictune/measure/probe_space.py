@@ -18,6 +18,7 @@ from nictune.measure.appliers import applier_for
 from nictune.measure.iperf3 import Endpoints
 from nictune.measure.probe import probe_settings
 from nictune.search_spaces import Knob, SearchSpace, Setting, Value
+from nictune.search_spaces.profiles import profile_definition
 
 
 @dataclass
@@ -123,6 +124,17 @@ def unsupported_knobs(space: SearchSpace, ends: Endpoints) -> dict[str, str]:
     return {r.knob: r.reason for r in probe_knobs(space, ends, read_current=False) if not r.supported}
 
 
+def _fitted_profile(space: SearchSpace, name: str, dropped: set[str]) -> dict[str, Any]:
+    """Profile ``name`` without the knobs the hosts cannot set; a profile with provenance
+    lists them with what it cannot express."""
+    values = space.profiles[name]
+    info = space.profile_info.get(name)
+    if info is not None:
+        lost = tuple(f"{k} {values[k]} (knob left out: the hosts cannot set it)" for k in values if k in dropped)
+        info = dataclasses.replace(info, not_expressed=info.not_expressed + lost)
+    return profile_definition({k: v for k, v in values.items() if k not in dropped}, info)
+
+
 def probe_space(space: SearchSpace, ends: Endpoints) -> tuple[dict[str, Any], list[KnobProbe]]:
     """A copy of ``space``'s definition fitted to the hosts of ``ends``, and what was found."""
     results = probe_knobs(space, ends)
@@ -138,8 +150,6 @@ def probe_space(space: SearchSpace, ends: Endpoints) -> tuple[dict[str, Any], li
     for name in dropped:
         knobs_def.pop(name, None)
     definition["constraints"] = [c.expression for c in space.constraints if not (c.names & dropped)]
-    definition["profiles"] = {
-        p: {k: v for k, v in vals.items() if k not in dropped} for p, vals in space.profiles.items()
-    }
+    definition["profiles"] = {p: _fitted_profile(space, p, dropped) for p in space.profiles}
     definition["name"] = f"{space.name}-probed"
     return definition, results

@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine as DbEngine
 from nictune import __version__, metrics
 from nictune.errors import InvalidInputError
 from nictune.formatting import format_number
+from nictune.jobs.baselines import comparison_rows
 from nictune.jobs.stopping import format_duration
 from nictune.report import figures
 from nictune.report.axes import default_label, objective_heading
@@ -293,6 +294,32 @@ def _front_html(job: JobData, figure: Section | None) -> str:
     return intro + table + (_figure_html(figure, titled=False) if figure is not None else "")
 
 
+def _baselines_html(job: JobData) -> str:
+    """The recommendation against the default and each stock profile (``job_report``'s
+    ``baselines``), with what each stock profile comes from and cannot express here."""
+    comparison = job.info.get("baselines")
+    if not comparison:
+        return "<p>Nothing to compare: no trial completed.</p>"
+    obj, metrics = comparison["objective"], comparison["metrics"]
+    conf = (comparison["recommendation"].get("interval") or {}).get("confidence") or 0.9
+    head = "".join(f"<th>{_e(c)}</th>" for c in ("configuration", "trial", f"{obj['label']} ({obj['unit']}, "
+                                                 f"{conf:.0%} CI)", *metrics, "recommendation vs it", "note"))
+    body = "".join("<tr>" + "".join(f"<td>{_e(r[c])}</td>" for c in ("name", "trial", "objective", *metrics,
+                                                                      "vs", "note")) + "</tr>"
+                   for r in comparison_rows(comparison))
+    sources = "".join(
+        f"<li><strong>{_e(b['name'])}</strong>: {_e(b.get('description') or '')} Source: "
+        + ", ".join(f"<code>{_e(src)}</code>" for src in b.get("source") or [])
+        + (f". Not expressed in space {_e(job.info['space'])}: {_e('; '.join(b['not_expressed']))}"
+           if b.get("not_expressed") else "") + ".</li>"
+        for b in comparison["baselines"] if b.get("stock"))
+    sim = " Simulated testbed: figures of a model, not hardware." if job.simulated else ""
+    return (f"<p>The recommendation's {_e(obj['label'])} ({_e(obj['direction'])}) against what an untuned host "
+            f"has and what users would otherwise apply, each measured in this job.{_e(sim)}</p>"
+            f"<table class=grid><tr>{head}</tr>{body}</table>"
+            + (f"<p>Stock profiles, in this space's knobs:</p><ul>{sources}</ul>" if sources else ""))
+
+
 def _importance_html(importance: Importance, figure: Section | None) -> str:
     if not importance.scores:
         return f"<p>Not computed: {_e(importance.reason)}.</p>"
@@ -354,6 +381,8 @@ def render_html(job: JobData, sections: list[Section], importance: Importance, n
 {_table(_job_rows(job))}
 {front}<h2 id=best>{_e(best_title)}</h2>
 {_best_html(job)}
+<h2 id=baselines>Against the default and the stock profiles</h2>
+{_baselines_html(job)}
 <h2>Figures</h2>
 {figs or '<p>No figures: no trial completed.</p>'}
 <h2 id=importance>Knob importance</h2>

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nictune.errors import NictuneError
+from nictune.jobs.runner import start_configs
 from nictune.optimizer import Score, make_engine
 from nictune.report.data import JobData, TrialData
 from nictune.search_spaces import Configuration, SearchSpace
@@ -39,14 +40,6 @@ class Round:
     index: int
     center: dict[str, Any]
     profiles: list[Profile] = field(default_factory=list)
-
-
-def _start_configs(space: SearchSpace) -> list[Configuration]:
-    # The same start configurations as the job loop gives every engine.
-    starts = [space.default()]
-    if "baseline" in space.profiles:
-        starts.append(space.profile("baseline"))
-    return starts
 
 
 def _profile_names(space: SearchSpace) -> dict[str, str]:
@@ -86,7 +79,7 @@ def _replay(job: JobData) -> dict[int, tuple[int, dict[str, Any]]]:
     """Trial number -> (round, center) by replaying the trials through the engine."""
     info = job.info
     engine = make_engine(info["engine"], job.space, seed=int(info["seed"]),
-                         params=dict(info.get("engine_params") or {}), start=_start_configs(job.space))
+                         params=dict(info.get("engine_params") or {}), start=start_configs(job.space))
     by_number = {t.number: t for t in job.trials}
     out: dict[int, tuple[int, dict[str, Any]]] = {}
     number = 0

@@ -16,6 +16,7 @@ from nictune.errors import ConfigurationError, InvalidInputError, SpaceDefinitio
 from nictune.search_spaces._base import BOTTLENECKS, DIRECTIONS, Condition, Family, Knob, Relief, Setting, split_target
 from nictune.search_spaces.constraints import Constraint
 from nictune.search_spaces.knobs import KNOB_TYPES, BoolKnob, ChoiceKnob, FloatKnob, IntKnob
+from nictune.search_spaces.profiles import ProfileInfo, is_long_form, parse_profile
 from nictune.search_spaces.space import SearchSpace
 from nictune.yamlfile import not_a_mapping, parse_yaml
 
@@ -408,7 +409,13 @@ def space_from_dict(data: dict[str, Any]) -> SearchSpace:
                     field="default") from None
     for pname, pvalues in profiles.items():
         if not isinstance(pvalues, dict):
-            raise _fail(f"profile {pname!r}: must map knob names to values", field=str(pname))
+            raise _fail(f"profile {pname!r}: must map knob names to values", field=str(pname),
+                        allowed="knob: value pairs, or the long form with 'values' (and 'stock', "
+                        "'description', 'source', 'not_expressed', 'notes')")
+        info: ProfileInfo | None = None
+        if is_long_form(pvalues, space.knobs):
+            pvalues, info = parse_profile(str(pname), pvalues)
+            space.profile_info[str(pname)] = info
         try:
             parsed = {k: space.knob(k).parse(v) for k, v in pvalues.items()}
             space.profiles[str(pname)] = parsed

@@ -19,6 +19,7 @@ from typing import Any
 from nictune.errors import ConfigurationError, UnknownNameError
 from nictune.search_spaces._base import Knob, Setting, Value
 from nictune.search_spaces.constraints import Constraint
+from nictune.search_spaces.profiles import ProfileInfo
 
 #: How many evenly spread values the one-factor neighbourhood tries on a knob with many values.
 NEIGHBOUR_POINTS = 6
@@ -80,6 +81,7 @@ class SearchSpace:
         constraints: list[Constraint] | None = None,
         limits: Mapping[str, float] | None = None,
         profiles: Mapping[str, Mapping[str, Value]] | None = None,
+        profile_info: Mapping[str, ProfileInfo] | None = None,
         definition: Mapping[str, Any] | None = None,
     ):
         self.name = name
@@ -89,6 +91,8 @@ class SearchSpace:
         self.constraints = list(constraints or [])
         self.limits = dict(limits or {})
         self.profiles: dict[str, dict[str, Value]] = {k: dict(v) for k, v in (profiles or {}).items()}
+        #: What the space file says of a profile besides its values (long-form profiles only).
+        self.profile_info: dict[str, ProfileInfo] = dict(profile_info or {})
         self.definition: dict[str, Any] = dict(definition or {})
         self._children: dict[str | None, list[Knob]] = {}
         for knob in knobs:
@@ -104,6 +108,10 @@ class SearchSpace:
 
     def profile_names(self) -> list[str]:
         return ["default", *sorted(self.profiles)]
+
+    def stock_profiles(self) -> list[str]:
+        """The profiles users would otherwise apply (``stock: true``), in the file's order."""
+        return [name for name in self.profiles if name in self.profile_info and self.profile_info[name].stock]
 
     # -------------------------------------------------------------- structure
     def active(self, values: Mapping[str, Value]) -> list[str]:
@@ -317,4 +325,5 @@ class SearchSpace:
             "limits": self.limits,
             "profiles": {"default": self.default().as_dict()}
             | {n: self.profile(n).as_dict() for n in sorted(self.profiles)},
+            "profile_info": {n: self.profile_info[n].describe() for n in sorted(self.profile_info)},
         }

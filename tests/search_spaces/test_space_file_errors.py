@@ -101,6 +101,25 @@ CASES: list[tuple[str, Mutation, str, list[str], list[str]]] = [
      ["field 'relieves'", "3000", "nor a direction", "up, down or one of 1000"], []),
     ("unknown-knob-field-lists-allowed", _knob("gro", defualt=True), "gro",
      ["unknown field 'defualt'", "allowed:", "default", "target"], []),
+    # Long-form profiles (issue 30): the profile and the field at fault are named.
+    ("profile-unknown-field", _add_profile("mine", {"stock": True, "source": "x", "valuez": {"rx_ring": 512}}),
+     "mine", ["profile 'mine'", "field 'valuez'", "under 'values'", "allowed:", "not_expressed"], []),
+    ("profile-stock-not-bool", _add_profile("mine", {"stock": "yes", "source": "x", "values": {}}), "mine",
+     ["profile 'mine'", "field 'stock'", "'yes'", "allowed: true, false"], []),
+    ("profile-stock-without-source", _add_profile("mine", {"stock": True, "values": {"rx_ring": 512}}), "mine",
+     ["profile 'mine'", "field 'source'", "is missing", "stock profile"], []),
+    ("profile-source-not-text", _add_profile("mine", {"stock": True, "source": 5, "values": {}}), "mine",
+     ["profile 'mine'", "field 'source'", "a string or a list"], []),
+    ("profile-not-expressed-string", _add_profile("mine", {"source": "x", "not_expressed": "governor"}), "mine",
+     ["profile 'mine'", "field 'not_expressed'", "list of non-empty strings", "'governor'"], []),
+    ("profile-notes-empty-item", _add_profile("mine", {"notes": ["ok", " "], "values": {}}), "mine",
+     ["profile 'mine'", "field 'notes'", "non-empty strings"], []),
+    ("profile-description-not-text", _add_profile("mine", {"description": ["a"], "values": {}}), "mine",
+     ["profile 'mine'", "field 'description'", "must be a string"], []),
+    ("profile-values-not-mapping", _add_profile("mine", {"stock": True, "source": "x", "values": [512]}), "mine",
+     ["profile 'mine'", "field 'values'", "must map knob names to values"], []),
+    ("profile-long-form-bad-value", _add_profile("mine", {"stock": True, "source": "x", "values": {"rx_ring": 3}}),
+     "mine", ["profile 'mine'", "rx_ring"], []),
 ]
 
 
@@ -138,7 +157,9 @@ def test_division_by_zero_in_a_constraint_is_a_definition_error(tmp_path: Path) 
 
 def test_unmodified_base_file_still_loads(tmp_path: Path) -> None:
     space = load_space(str(_write(tmp_path, lambda d: None)))
-    assert space.profile_names() == ["default", "vendor-guide"]
+    assert space.profile_names() == ["default", "esnet", "tuned-network-latency", "tuned-network-throughput",
+                                     "vendor-guide"]
+    assert space.stock_profiles() == ["tuned-network-throughput", "tuned-network-latency", "esnet"]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -148,7 +169,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("command", ["validate", "show"])
-@pytest.mark.parametrize("case", ["binary", "constraints-int", "when-self", "profile-default"])
+@pytest.mark.parametrize("case", ["binary", "constraints-int", "when-self", "profile-default",
+                                  "profile-stock-without-source"])
 def test_cli_exits_2_with_one_error_line(tmp_path: Path, command: str, case: str) -> None:
     if case == "binary":
         path = tmp_path / "binary.yaml"

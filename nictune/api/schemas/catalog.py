@@ -35,6 +35,11 @@ class SpaceDetail(BaseModel):
     constraints: list[str]
     limits: dict[str, float]
     profiles: dict[str, dict[str, Any]]
+    profile_info: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="What the space file says of a profile besides its values: stock (a configuration users "
+                    "would otherwise apply, which every job measures at its start), description, source, "
+                    "not_expressed (the source's settings the space has no knob for) and notes.")
 
 
 class AvailableTestbed(BaseModel):

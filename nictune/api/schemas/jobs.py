@@ -186,6 +186,37 @@ class Recommendation(BaseModel):
     text: str
 
 
+class BaselineFigures(BaseModel):
+    """The default or a stock profile, as measured in the job, against the recommendation."""
+
+    name: str = Field(description="'default', or the stock profile's name (e.g. tuned-network-throughput, esnet).")
+    stock: bool = Field(description="A stock profile: what users would otherwise apply (TuneD, ESnet ...).")
+    state: Literal["completed", "failed", "not measured"]
+    number: int | None = Field(description="Trial holding it (null: figures from the history, or none).")
+    config_hash: str
+    value: float | None = Field(description="The first objective's mean.")
+    interval: dict[str, Any] | None = Field(description="low, high, n and confidence of that mean.")
+    metrics: dict[str, float | None] = Field(description="The main metrics (the comparison's `metrics`).")
+    change_pct: float | None = Field(description="The recommendation's objective relative to this one, in percent "
+                                                 "of this one (+12.5: 12.5 % higher).")
+    better: bool | None = Field(description="Whether the recommendation's objective is better than this one.")
+    error: str | None = Field(description="A failed trial's error.")
+    description: str | None = None
+    source: list[str] = Field(default_factory=list, description="Where a stock profile's values come from.")
+    not_expressed: list[str] = Field(default_factory=list,
+                                     description="The stock profile's settings the job's space has no knob for.")
+
+
+class Baselines(BaseModel):
+    """The recommendation against the default and against each stock profile of the job's space."""
+
+    objective: dict[str, Any] = Field(description="The first objective: name, label, unit, direction.")
+    metrics: list[str] = Field(description="The metrics each entry shows.")
+    recommendation: dict[str, Any] = Field(description="number, config_hash, value, interval and metrics of the "
+                                                       "recommendation.")
+    baselines: list[BaselineFigures]
+
+
 class FrontMember(BaseModel):
     """One configuration of a multi-objective job's Pareto front."""
 
@@ -293,6 +324,8 @@ class JobOut(BaseModel):
                           "the best after the search, before the recommendation was chosen.")
     race: RaceState | None = Field(None, description="Finished jobs with racing: how the final race ended.")
     front: list[FrontMember] | None = Field(None, description="Multi-objective jobs: the Pareto front.")
+    baselines: Baselines | None = Field(None, description="Job detail: the recommendation (or best so far) against "
+                                                          "the default and each stock profile measured in the job.")
     links: JobLinks
 
 

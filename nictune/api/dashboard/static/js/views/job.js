@@ -66,6 +66,7 @@ export function render(root, ctx, jobId) {
   const cancelButton = h("button", {type: "button", id: "cancel", class: "danger", hidden: true, onclick: cancel}, "Cancel job");
   const chart = s("svg", {id: "convergence", class: "convergence", "aria-label": "convergence chart"});
   const compareBox = h("div", {id: "default-vs-best"});
+  const baselinesBox = h("div", {id: "baselines"});
   const frontCard = h("section", {class: "card", id: "front-card", hidden: true});
   const front = {svg: s("svg", {id: "pareto", class: "convergence", "aria-label": "Pareto front chart"}),
                  info: h("p", {class: "muted", id: "front-info"}), table: h("div", {id: "front-table"})};
@@ -92,6 +93,7 @@ export function render(root, ctx, jobId) {
       h("div", {class: "card-head"}, h("h2", {}, "Convergence"), h("span", {class: "muted", id: "chart-caption"})),
       h("div", {class: "chart-wrap"}, chart)),
     h("section", {class: "card"}, h("h2", {}, "Default vs best"), compareBox),
+    h("section", {class: "card"}, h("h2", {}, "Against the default and the stock profiles"), baselinesBox),
     h("section", {class: "card"},
       h("div", {class: "card-head"}, h("h2", {}, "Trials"),
         h("label", {class: "filter"}, knobToggle, " show every column (timing, each knob)")),
@@ -346,6 +348,45 @@ export function render(root, ctx, jobId) {
       st.defaults ? null : h("p", {class: "muted"}, "This server does not report the job's default configuration (no /default endpoint)."));
   }
 
+  /** The recommendation against the default and each stock profile (the API's `baselines`,
+   *  computed by the server as the CLI and the report show it). */
+  function drawBaselines() {
+    const cmp = st.job && st.job.baselines;
+    if (!cmp) {
+      fill(baselinesBox, h("p", {class: "muted"}, "Nothing to compare yet (no completed trial)."));
+      return;
+    }
+    const obj = cmp.objective;
+    const iv = (e) => e.interval && e.interval.low !== null && e.interval.high !== null && e.interval.high > e.interval.low
+      ? `${num(e.value)} ± ${num((e.interval.high - e.interval.low) / 2)}` : num(e.value);
+    const head = h("tr", {}, h("th", {}, "Configuration"), h("th", {class: "num"}, "Trial"),
+      h("th", {class: "num"}, `${obj.label} (${obj.unit})`), ...cmp.metrics.map((m) => h("th", {class: "num"}, m)),
+      h("th", {class: "num"}, "Recommendation vs it"));
+    const rec = cmp.recommendation;
+    const rows = [h("tr", {class: "objective", "data-name": "recommendation"}, h("th", {}, "Recommendation"),
+      h("td", {class: "num"}, String(rec.number)), h("td", {class: "num"}, iv(rec)),
+      ...cmp.metrics.map((m) => h("td", {class: "num"}, num(rec.metrics[m]))), h("td", {}, ""))];
+    for (const b of cmp.baselines) {
+      const label = h("th", {title: b.description || ""}, b.name, b.stock ? h("span", {class: "badge"}, "stock") : null,
+        b.not_expressed && b.not_expressed.length ? h("div", {class: "sub"}, `cannot express here: ${b.not_expressed.join("; ")}`) : null);
+      if (b.state !== "completed") {
+        rows.push(h("tr", {"data-name": b.name, "data-state": b.state}, label,
+          h("td", {class: "num"}, b.number === null ? "–" : String(b.number)),
+          h("td", {colspan: cmp.metrics.length + 2, class: "bad"}, b.state + (b.error ? `: ${b.error}` : ""))));
+        continue;
+      }
+      const pct = b.change_pct;
+      rows.push(h("tr", {"data-name": b.name, "data-state": b.state}, label,
+        h("td", {class: "num"}, b.number === null ? "history" : String(b.number)), h("td", {class: "num"}, iv(b)),
+        ...cmp.metrics.map((m) => h("td", {class: "num"}, num(b.metrics[m]))),
+        h("td", {class: ["num", b.better === true ? "good" : b.better === false ? "bad" : ""]},
+          pct === null ? "–" : `${pct >= 0 ? "+" : ""}${pct.toFixed(1)} %`)));
+    }
+    fill(baselinesBox, h("div", {class: "scroll"}, h("table", {class: "compare"}, h("thead", {}, head), h("tbody", {}, rows))),
+      h("p", {class: "muted"}, `${directionText(obj)}; stock profiles are what users would otherwise apply (TuneD, ESnet), ` +
+        "in this space's knobs" + (st.job.simulated ? " — simulated (a model)" : "")));
+  }
+
   function drawParetoFront() {
     const job = st.job;
     frontCard.hidden = !job || job.objectives.length < 2;
@@ -416,6 +457,7 @@ export function render(root, ctx, jobId) {
     drawProgress();
     drawChart();
     drawCompare();
+    drawBaselines();
     drawParetoFront();
     drawTrials();
     drawExports();
