@@ -16,7 +16,7 @@ from nictune.measure._base import METRICS, Sample, Testbed, TrialResult, Workloa
 _LAZY = {
     "APPLIERS": "appliers", "Applier": "appliers", "ProbeResult": "appliers", "applier_for": "appliers",
     "validate_settings": "appliers", "GLOBAL_SYSCTLS": "hosts", "Host": "hosts", "LocalHost": "hosts",
-    "NetnsHost": "hosts", "SshHost": "hosts", "Endpoints": "iperf3", "run_iperf3": "iperf3",
+    "NetnsHost": "hosts", "SshHost": "hosts", "Endpoints": "benchmark", "run_iperf3": "iperf3",
     "Journal": "journal", "ReplayReport": "journal", "replay_journal": "journal", "state_dir": "journal",
     "PairSpec": "pair_file", "SshPairTestbed": "pair_file", "check_pair": "pair_file", "load_pair": "pair_file",
     "ProbeRow": "probe", "probe_settings": "probe", "Trial": "transaction", "VethPair": "veth",
