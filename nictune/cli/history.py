@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,6 +28,7 @@ from nictune.cli.results import (
     print_noise,
     print_short_runs,
     print_stop,
+    shown_metrics,
 )
 from nictune.errors import InvalidInputError
 from nictune.jobs import job_report, trial_rows
@@ -105,6 +107,20 @@ def jobs(
                filtered=any(v is not None for v in (testbed, workload, objective, since, state)))
 
 
+#: The metric columns of the history's trial tables: the throughput part's, then the latency
+#: part's (round trips); :func:`metric_columns` keeps those the rows measure.
+METRIC_COLUMNS = {"throughput_gbps": "Gbps", "loss_pct": "loss %", "interrupts_per_s": "irq/s",
+                  "cpu_rx_pct": "cpu rx %",
+                  "latency_p50_us": "p50 µs", "latency_p99_us": "p99 µs", "latency_mean_us": "mean µs"}
+
+
+def metric_columns(rows: Iterable[dict[str, float]]) -> dict[str, str]:
+    """Metric -> column title of :data:`METRIC_COLUMNS` for a table of ``rows`` (metric -> value):
+    a latency-only workload's trials get latency columns, not columns of "-"."""
+    keep = set(shown_metrics(rows))
+    return {name: title for name, title in METRIC_COLUMNS.items() if name in keep}
+
+
 def _cell(metrics: dict[str, float], name: str) -> str:
     """A metric's table cell: "-" for one the testbed does not measure (interrupts on veth)."""
     return fmt(metrics[name]) if name in metrics else "-"
@@ -152,7 +168,7 @@ def show(
         print_front(report)
     print_noise(report)
     # The objective's own column, unless it is one of the metric columns already shown.
-    shown = {"throughput_gbps": "Gbps", "loss_pct": "loss %", "interrupts_per_s": "irq/s", "cpu_rx_pct": "cpu rx %"}
+    shown = metric_columns(r["metrics"] for r in rows)
     own = obj.per is not None or obj.metric not in shown
     table = Table()
     for col in ("trial", "source", "runs", *([obj.label] if own else []), *shown.values(), "config"):
@@ -281,11 +297,11 @@ def config(
         return
     console.print(f"configuration {data['config_hash']}: {json.dumps(data['config'])}")
     table = Table()
-    for col in ("job", "trial", "repeat", "testbed", "workload", "Gbps", "loss %", "irq/s", "when"):
+    shown = {k: v for k, v in metric_columns(r["metrics"] for r in rows).items() if k != "cpu_rx_pct"}
+    for col in ("job", "trial", "repeat", "testbed", "workload", *shown.values(), "when"):
         table.add_column(col)
     for r in rows:
         m = r["metrics"]
         table.add_row(str(r["job_id"]), str(r["trial"]), str(r["repeat"]), r["testbed"], r["workload"],
-                      _cell(m, "throughput_gbps"), _cell(m, "loss_pct"), _cell(m, "interrupts_per_s"),
-                      r["started_at"][:19])
+                      *(_cell(m, k) for k in shown), r["started_at"][:19])
     console.print(table)

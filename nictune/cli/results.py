@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich import box
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt
-from nictune.measure._base import METRICS
+from nictune.measure._base import LATENCY_METRICS, METRICS
 from nictune.optimizer import get_objective
+
+
+def shown_metrics(rows: Iterable[Mapping[str, Any] | None]) -> list[str]:
+    """The metrics a table of ``rows`` (metric -> value) shows, in :data:`METRICS` order: the
+    latency part's when a row has one of them, the throughput part's when a row has one (or
+    when no row has a latency metric), so a latency-only workload gets no column of "-"."""
+    present = {name for row in rows if row for name, value in row.items() if value is not None}
+    latency = bool(present & set(LATENCY_METRICS))
+    throughput = bool(present - set(LATENCY_METRICS)) or not latency
+    return [name for name in METRICS if (latency if name in LATENCY_METRICS else throughput)]
 
 
 def print_front(report: dict[str, Any]) -> None:
@@ -165,6 +175,6 @@ def default_vs_best_table(default: Mapping[str, Any] | None, best: Mapping[str, 
         rng = f" [{fmt(low)} .. {fmt(high)}]" if low is not None and high is not None and low != high else ""
         return fmt(row["metrics"][name]) + rng
 
-    for name in METRICS:
+    for name in shown_metrics(row["metrics"] if row else None for row in (default, best)):
         table.add_row(name, cell(default, name), cell(best, name))
     return table
