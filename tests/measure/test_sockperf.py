@@ -11,9 +11,10 @@ import pytest
 
 from nictune.errors import InvalidInputError, MeasurementError
 from nictune.measure._base import LATENCY_METRICS, UNMEASURED, LatencyProbe
-from nictune.measure.benchmark import Endpoints, wait_listening
+from nictune.measure.benchmark import Endpoints, missing_programs, wait_listening
 from nictune.measure.hosts import LocalHost
 from nictune.measure.sockperf import benchmark_argvs, check_probe, client_argv, parse_output, server_argv
+from nictune.measure.transaction import check_workload
 from nictune.measure.veth import VethPair, VethTestbed
 from nictune.measure.workloads import WORKLOADS
 from nictune.search_spaces._base import Family, Setting
@@ -124,6 +125,31 @@ def test_the_built_in_latency_workloads_are_ones_sockperf_takes() -> None:
     for name in ("latency", "tcp+latency"):
         probe = WORKLOADS[name].latency
         assert probe is not None and check_probe(probe) is probe
+
+
+class BareHost(LocalHost):
+    """This machine with nothing but ``sh`` on its PATH: a host where sockperf is not installed."""
+
+    def __init__(self, bin_dir: Path) -> None:
+        super().__init__()
+        self.name = "bare"
+        self.bin_dir = bin_dir
+
+    def local_argv(self, argv: list[str]) -> list[str]:
+        return ["env", f"PATH={self.bin_dir}", *argv]
+
+
+def test_a_host_without_sockperf_is_named_with_its_package_before_a_trial(tmp_path: Path) -> None:
+    (tmp_path / "sh").symlink_to(shutil.which("sh") or "/bin/sh")
+    bare = BareHost(tmp_path)
+    assert missing_programs(bare, ["sh", "sockperf"]) == ["sockperf"]
+    ends = Endpoints(LocalHost(), bare, "lo", "lo", "127.0.0.1")
+    with pytest.raises(MeasurementError) as err:
+        check_workload(ends, WORKLOADS["latency"])
+    assert "not installed on the receiver bare" in str(err.value) and "Debian package sockperf" in str(err.value)
+    check_workload(ends, WORKLOADS["tcp"])  # no latency part: sockperf is not needed
+    with pytest.raises(InvalidInputError):  # the latency part is checked before any host is asked
+        check_workload(ends, replace(WORKLOADS["latency"], latency=LatencyProbe(msg_size=1)))
 
 
 # ---------------------------------------------------------------- real runs (veth)
