@@ -1,4 +1,4 @@
-"""Measurement layer: testbeds, hosts, appliers, the iperf3 runner and the trial transaction.
+"""Measurement layer: testbeds, hosts, appliers, the iperf3 and sockperf runners and the trial transaction.
 
 Interfaces live in :mod:`nictune.measure._base`; the simulated testbed in
 :mod:`nictune.measure.sim`; testbed names are resolved by :mod:`nictune.measure.registry`.
@@ -20,7 +20,7 @@ _LAZY = {
     "Journal": "journal", "ReplayReport": "journal", "replay_journal": "journal", "state_dir": "journal",
     "PairSpec": "pair_file", "SshPairTestbed": "pair_file", "check_pair": "pair_file", "load_pair": "pair_file",
     "ProbeRow": "probe", "probe_settings": "probe", "Trial": "transaction", "VethPair": "veth",
-    "VethTestbed": "veth", "list_pairs": "veth",
+    "VethTestbed": "veth", "list_pairs": "veth", "run_sockperf": "sockperf",
 }
 
 
@@ -60,6 +60,7 @@ __all__ = [
     "probe_settings",
     "replay_journal",
     "run_iperf3",
+    "run_sockperf",
     "state_dir",
     "validate_settings",
 ]
