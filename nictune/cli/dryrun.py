@@ -72,7 +72,7 @@ def _print_trial(i: int, total: int, plan: TrialPlan, simulated: bool) -> None:
         for phase, title in _SECTIONS:
             mine = [c for c in shown if c.side == side and c.phase == phase]
             if phase == "benchmark":
-                title += f" (x{plan.repeats}; each run also checks the port is free and reads counters)"
+                title += f" (x{plan.repeats}; each run also checks its ports are free and reads counters around iperf3)"
             console.print(f"    {title}:" + ("" if mine else " nothing"))
             for cmd in mine:
                 wide, what = scope(cmd)

@@ -111,7 +111,7 @@ def jobs(
 
 
 #: The metrics every trial table shows besides the job's objectives, when some trial has them.
-TABLE_METRICS = ("throughput_gbps", "loss_pct", "cpu_rx_pct", "latency_p99_us")
+TABLE_METRICS = ("throughput_gbps", "loss_pct", "cpu_rx_pct", "latency_p50_us", "latency_p99_us", "latency_mean_us")
 
 
 def _result(stats: dict[str, Any]) -> dict[str, Any] | None:
@@ -339,11 +339,15 @@ def config(
         return
     console.print(f"configuration {data['config_hash']}: {json.dumps(data['config'])}")
     table = Table()
-    for col in ("job", "trial", "repeat", "testbed", "workload", "Gbps", "loss %", "irq/s", "when"):
+    measured = {name for r in rows for name in r["metrics"]}
+    shown = [k for k in ("throughput_gbps", "loss_pct", "interrupts_per_s", *TABLE_METRICS[3:]) if k in measured]
+    for col in ("job", "trial", "repeat", "testbed", "workload"):
         table.add_column(col)
+    for k in shown:
+        table.add_column(f"{label(k)}\n{unit(k)}".rstrip(), justify="right")
+    table.add_column("when")
     for r in rows:
         m = r["metrics"]
         table.add_row(str(r["job_id"]), str(r["trial"]), str(r["repeat"]), r["testbed"], r["workload"],
-                      _cell(m, "throughput_gbps"), _cell(m, "loss_pct"), _cell(m, "interrupts_per_s"),
-                      r["started_at"][:19])
+                      *(_cell(m, k) for k in shown), r["started_at"][:19])
     console.print(table)

@@ -166,8 +166,12 @@ def _request(ctx: JobContext, trial_id: int, number: int, step: int, config: Con
 
 
 def bench_seconds(workload: Workload, runs: int) -> float:
-    """Seconds the benchmark ran for ``runs`` runs of ``workload``: warm-up and measured part."""
-    return runs * (workload.omit_s + workload.duration_s)
+    """Seconds the benchmarks ran for ``runs`` runs of ``workload``: iperf3's warm-up and
+    measured part, and sockperf's run."""
+    per_run = workload.omit_s + workload.duration_s if workload.throughput else 0.0
+    if workload.latency is not None:
+        per_run += workload.latency.duration_s
+    return runs * per_run
 
 
 def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) -> TrialEvent | None:

@@ -233,7 +233,7 @@ def _check_fields(spec: JobSpec) -> tuple[Goal, Workload]:
     _check_engine(spec.engine_name, [o.name for o in goal.objectives])
     workload = spec_workload(spec)
     check_goal_workload(goal, workload)
-    _check_short_runs(spec, workload, multi=len(goal.objectives) > 1)
+    _check_short_runs(spec, workload, multi=len(goal.objectives) > 1, metric=goal.objective.metric)
     return goal, workload
 
 
@@ -305,14 +305,20 @@ def create_job(dbe: DbEngine, spec: JobSpec, *, executor_factory: ExecutorFactor
             return int(job.id)
 
 
-def _check_short_runs(spec: JobSpec, workload: Workload, *, multi: bool) -> None:
+def _check_short_runs(spec: JobSpec, workload: Workload, *, multi: bool, metric: str) -> None:
     """Short runs screen new configurations for the race of one objective; a short run is
-    shorter than the workload's full run."""
+    shorter than the workload's full run. A short run shortens iperf3's part only: an
+    objective the latency part (sockperf) measures has none."""
     if not 0 < spec.short_risk < 0.5:
         raise InvalidInputError(f"short-run risk must be between 0 and 0.5, got {spec.short_risk:g}",
                                 field="short_risk", allowed="0 < risk < 0.5 (e.g. 0.05)")
     if spec.short_run_s is None:
         return
+    if metric in LATENCY_METRICS:
+        raise InvalidInputError(
+            f"short runs shorten the throughput benchmark (iperf3), and objective {metric} is measured by the "
+            f"latency one (sockperf), which keeps its full length: leave --short-run out",
+            field="short_run", allowed="an objective iperf3 measures (throughput, loss, cpu ...)")
     full = workload.duration_s
     if multi or not spec.racing:
         raise InvalidInputError(

@@ -1,4 +1,4 @@
-"""Measurement layer: testbeds, hosts, appliers, the iperf3 runner and the trial transaction.
+"""Measurement layer: testbeds, hosts, appliers, the iperf3 and sockperf runners and the trial transaction.
 
 Interfaces live in :mod:`nictune.measure._base`; the simulated testbed in
 :mod:`nictune.measure.sim`; testbed names are resolved by :mod:`nictune.measure.registry`.
@@ -16,11 +16,11 @@ from nictune.measure._base import METRICS, Sample, Testbed, TrialResult, Workloa
 _LAZY = {
     "APPLIERS": "appliers", "Applier": "appliers", "ProbeResult": "appliers", "applier_for": "appliers",
     "validate_settings": "appliers", "GLOBAL_SYSCTLS": "hosts", "Host": "hosts", "LocalHost": "hosts",
-    "NetnsHost": "hosts", "SshHost": "hosts", "Endpoints": "iperf3", "run_iperf3": "iperf3",
+    "NetnsHost": "hosts", "SshHost": "hosts", "Endpoints": "benchmark", "run_iperf3": "iperf3",
     "Journal": "journal", "ReplayReport": "journal", "replay_journal": "journal", "state_dir": "journal",
     "PairSpec": "pair_file", "SshPairTestbed": "pair_file", "check_pair": "pair_file", "load_pair": "pair_file",
     "ProbeRow": "probe", "probe_settings": "probe", "Trial": "transaction", "VethPair": "veth",
-    "VethTestbed": "veth", "list_pairs": "veth",
+    "VethTestbed": "veth", "list_pairs": "veth", "run_sockperf": "sockperf",
 }
 
 
@@ -60,6 +60,7 @@ __all__ = [
     "probe_settings",
     "replay_journal",
     "run_iperf3",
+    "run_sockperf",
     "state_dir",
     "validate_settings",
 ]

@@ -3,7 +3,7 @@
 
 :func:`plan_trial` takes the same steps as :meth:`Trial.run
 <nictune.measure.transaction.Trial.run>` (validation, :func:`plan`, snapshot, apply, verify,
-reachability, the iperf3 argv, restore) without its locks and its journal, so the commands
+reachability, the iperf3 and sockperf argv, restore) without its locks and its journal, so the commands
 it returns are the ones a real trial then executes, with the values read now.
 """
 
@@ -15,12 +15,14 @@ from typing import Any
 
 from nictune.measure._base import Workload
 from nictune.measure.appliers import applier_for, validate_settings
+from nictune.measure.benchmark import Endpoints
 from nictune.measure.busy import busy_commands
 from nictune.measure.hosts import Host, NetnsHost, is_global_sysctl
 from nictune.measure.hosts.netns import sysctl_key
-from nictune.measure.iperf3 import Endpoints, benchmark_argvs
+from nictune.measure.iperf3 import benchmark_argvs as iperf3_argvs
 from nictune.measure.journal import Journal
 from nictune.measure.planning import PlannedCommand, PlannedState, PlanningHost
+from nictune.measure.sockperf import benchmark_argvs as sockperf_argvs
 from nictune.measure.transaction import Trial, pinning, plan
 from nictune.measure.validation import parse_cpu_list
 from nictune.search_spaces._base import Setting
@@ -120,6 +122,18 @@ def planned_commands(phase: str, commands: Sequence[tuple[Host, list[str]]], sid
             for host, argv in commands]
 
 
+def benchmark_commands(ends: Endpoints, workload: Workload, sender_cpus: str | None,
+                       receiver_cpus: str | None) -> list[tuple[list[str], list[str]]]:
+    """``(server argv, client argv)`` of each benchmark of one repeat, in the order
+    :func:`~nictune.measure.transaction.run_workload` runs them: iperf3, then sockperf."""
+    out = []
+    if workload.throughput:
+        out.append(iperf3_argvs(ends, workload, sender_cpus, receiver_cpus)[:2])
+    if workload.latency is not None:
+        out.append(sockperf_argvs(ends, workload.latency, sender_cpus, receiver_cpus)[:2])
+    return out
+
+
 def plan_trial(ends: Endpoints, settings: Sequence[Setting], workload: Workload, repeats: int,
                label: str = "") -> TrialPlan:
     """Everything :class:`~nictune.measure.transaction.Trial` would do for ``settings`` on
@@ -147,14 +161,14 @@ def plan_trial(ends: Endpoints, settings: Sequence[Setting], workload: Workload,
             cmd.phase = "check"
     state.phase = "benchmark"
     tx_cpus, rx_cpus = pinning(checked, planned)
-    server, client, _ = benchmark_argvs(planned, workload, tx_cpus, rx_cpus)
     if workload.scenario == "busy":
         pinned = parse_cpu_list(tx_cpus or "") + parse_cpu_list(rx_cpus or "")
         for host, argv in busy_commands([tx, rx], exclude=pinned):
             assert isinstance(host, PlanningHost)
             host.plan_start(argv)
-    rx.plan_start(server)
-    tx.record("run", tx, client, executed=tx.local_argv(client))
+    for server, client in benchmark_commands(planned, workload, tx_cpus, rx_cpus):
+        rx.plan_start(server)
+        tx.record("run", tx, client, executed=tx.local_argv(client))
     state.phase = "restore"
     problems = trial.restore_steps(steps, entries)
     return TrialPlan(label, [setting_dict(s) for s in checked], {"sender": ends.sender.name,

@@ -3,19 +3,20 @@
 The receiver runs a one-off server (``iperf3 -s -1 -p PORT --idle-timeout N -J``), the
 sender the client; both can be pinned with ``taskset -c``. The run has a hard timeout
 (duration + warm-up + margin) after which both ends are killed. Counters are read on both
-ends before and after (see :mod:`nictune.measure.counters`).
+ends before and after (see :mod:`nictune.measure.counters`). The server's life and the
+endpoints are :mod:`nictune.measure.benchmark`'s, shared with sockperf.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from nictune.errors import HostCommandError, MeasurementError
+from nictune.errors import MeasurementError
 from nictune.measure._base import Sample, Workload
+from nictune.measure.benchmark import TIMEOUT_MARGIN_S, Endpoints, pinned, run_client, serving
 from nictune.measure.counters import (
     bottleneck_metrics,
     counter_delta,
@@ -23,51 +24,15 @@ from nictune.measure.counters import (
     read_counters,
     read_sender_counters,
 )
-from nictune.measure.hosts import Host, Process
-from nictune.measure.validation import check_cpu_list, check_device, check_int, check_token
+from nictune.measure.hosts import Host
+from nictune.measure.validation import check_int, check_token
 from nictune.measure.workload_spec import MAX_STREAMS, TCP_LENGTH, UDP_LENGTH
-
-#: Seconds added to duration + warm-up before the run is declared hung.
-TIMEOUT_MARGIN_S = 10.0
-#: Seconds to wait for the server to listen.
-SERVER_START_S = 5.0
-
-
-@dataclass(frozen=True)
-class Endpoints:
-    """The two ends of a benchmark.
-
-    Attributes:
-        sender: host running the iperf3 client.
-        receiver: host running the server.
-        sender_device: data interface on the sender.
-        receiver_device: data interface on the receiver (its counters are read).
-        receiver_address: address the client connects to.
-        port: server port.
-    """
-
-    sender: Host
-    receiver: Host
-    sender_device: str
-    receiver_device: str
-    receiver_address: str
-    port: int = 5201
-
-    def __post_init__(self) -> None:
-        check_device(self.sender_device)
-        check_device(self.receiver_device)
-        check_token("receiver address", self.receiver_address)
-        check_int("port", self.port, 1024, 65535)
-
-
-def _pinned(argv: list[str], cpus: str | None) -> list[str]:
-    return ["taskset", "-c", check_cpu_list("cpus", cpus), *argv] if cpus else argv
 
 
 def server_argv(port: int, idle_timeout: int, cpus: str | None = None) -> list[str]:
     """The one-off server command."""
     argv = ["iperf3", "-s", "-1", "-p", str(port), "--idle-timeout", str(idle_timeout), "-J"]
-    return _pinned(argv, cpus)
+    return pinned(argv, cpus)
 
 
 #: Runs shorter than this report every :data:`SHORT_INTERVAL_S` seconds instead of every
@@ -101,7 +66,7 @@ def client_argv(
         argv.append("-R")
     elif workload.bidir:
         argv.append("--bidir")
-    return _pinned(argv, cpus)
+    return pinned(argv, cpus)
 
 
 def benchmark_argvs(
@@ -235,35 +200,6 @@ def receiving_end(ends: Endpoints, workload: Workload) -> tuple[Host, str, Host,
     return ends.receiver, ends.receiver_device, ends.sender, ends.sender_device
 
 
-def _listening(receiver: Host, port: int) -> bool:
-    out = receiver.run(["ss", "-Hltn", "sport", "=", f":{port}"], check=False, timeout=5)
-    return bool(out.stdout.strip())
-
-
-def _check_port_free(receiver: Host, port: int) -> None:
-    """Before the server starts: a port another program listens on would take the client's
-    connection, and the run would time out talking to it instead of failing at once."""
-    if _listening(receiver, port):
-        raise MeasurementError(
-            f"port {port} on {receiver.name} is taken by another program (ss -ltnp 'sport = :{port}' names it), "
-            "so iperf3's server cannot listen there: stop it (or set another port in the pair file)"
-        )
-
-
-def _wait_listening(receiver: Host, server: Process, port: int) -> None:
-    deadline = time.monotonic() + SERVER_START_S
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            res = server.wait(1.0)
-            raise MeasurementError(f"iperf3 server exited: {(res.stdout + res.stderr)[-300:]}")
-        if _listening(receiver, port):
-            return
-        time.sleep(0.05)
-    raise MeasurementError(
-        f"iperf3 server on {receiver.name} not listening after {SERVER_START_S:g}s"
-    )
-
-
 def run_iperf3(
     ends: Endpoints,
     workload: Workload,
@@ -276,27 +212,16 @@ def run_iperf3(
         MeasurementError: iperf3 failed, timed out or printed unusable output.
     """
     server_cmd, argv, hard_timeout = benchmark_argvs(ends, workload, sender_cpus, receiver_cpus)
-    _check_port_free(ends.receiver, ends.port)
     rx_host, rx_device, tx_host, tx_device = receiving_end(ends, workload)
     before = read_counters(rx_host, rx_device)
     sender_before = read_sender_counters(tx_host, tx_device)
     t0, started = time.monotonic(), datetime.now(UTC)
-    server = ends.receiver.spawn(server_cmd)
-    try:
-        _wait_listening(ends.receiver, server, ends.port)
-        try:
-            client = ends.sender.run(argv, timeout=hard_timeout, check=False)
-        except HostCommandError as exc:
-            raise MeasurementError(
-                f"iperf3 did not finish within {hard_timeout:g}s: {exc}"
-            ) from exc
+    with serving(ends.receiver, server_cmd, ends.port, "iperf3") as server:
+        client = run_client(ends.sender, argv, hard_timeout, "iperf3")
         if client.returncode != 0 and not client.stdout.strip():
             raise MeasurementError(f"iperf3 client failed: {client.stderr.strip()[-300:]}")
         metrics, summary = parse_client_json(client.stdout, workload)
         server.wait(5.0)
-    finally:
-        if server.poll() is None:
-            server.stop(grace=1.0)
     elapsed = time.monotonic() - t0
     after = read_counters(rx_host, rx_device)
     delta = counter_delta(before, after)

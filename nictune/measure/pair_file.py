@@ -3,6 +3,7 @@
 ```yaml
 name: lab-40g                  # optional, defaults to the file name
 port: 5201                     # iperf3 port on the receiver
+sockperf_port: 5202            # optional: sockperf's port there (default: port + 1)
 sender:
   host: ssh://root@10.0.0.1:22 # or "local", or "netns:NAME" (a namespace here)
   key: ~/.ssh/nictune_ed25519  # private key (ssh hosts only)
@@ -27,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from nictune.errors import HostCommandError, InvalidInputError, MeasurementError
 from nictune.measure._base import Testbed, TrialResult, Workload
+from nictune.measure.benchmark import Endpoints, missing_programs
 from nictune.measure.fingerprint import host_fingerprint
 from nictune.measure.hosts import Host, LocalHost, NetnsHost, SshHost
-from nictune.measure.iperf3 import Endpoints
 from nictune.measure.journal import Journal
 from nictune.measure.probe_space import unsupported_knobs
 from nictune.measure.transaction import Trial
@@ -47,11 +48,9 @@ _SSH_URL = re.compile(
 )
 _NETNS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _FIELDS = ("host", "interface", "address", "key", "known_hosts", "via_netns")
-#: Programs a pair host needs.
+#: Programs a pair host needs (sockperf only for a workload with a latency part: a trial
+#: checks it then).
 TOOLS = ("iperf3", "ethtool", "ip", "tc", "taskset", "ping", "ss")
-#: Prints those of its arguments that are not installed (a constant script; the tool
-#: names are passed as arguments, never pasted into it).
-_MISSING = 'for t; do command -v "$t" >/dev/null 2>&1 || echo "$t"; done'
 
 
 
@@ -115,6 +114,7 @@ class PairSpec:
     sender: PairEnd
     receiver: PairEnd
     path: str = ""
+    sockperf_port: int | None = None
 
 
 def _end(side: str, raw: object, base: Path) -> PairEnd:
@@ -175,19 +175,24 @@ def load_pair(path: str | Path) -> PairSpec:
         raise InvalidInputError(str(exc), field="path", allowed=exc.allowed) from None
     if not isinstance(data, dict):
         raise not_a_mapping(f"pair file {p}", data, "a mapping with sender and receiver")
-    unknown = set(data) - {"name", "port", "sender", "receiver"}
+    unknown = set(data) - {"name", "port", "sockperf_port", "sender", "receiver"}
     if unknown:
-        raise _bad(sorted(unknown)[0], data[sorted(unknown)[0]], "name, port, sender, receiver")
+        raise _bad(sorted(unknown)[0], data[sorted(unknown)[0]], "name, port, sockperf_port, sender, receiver")
     name = data.get("name", p.stem)
     try:
         check_token("name", name)
         port = check_int("port", data.get("port", 5201), 1024, 65535)
+        sockperf_port = data.get("sockperf_port")
+        if sockperf_port is not None:
+            check_int("sockperf_port", sockperf_port, 1024, 65535)
     except InvalidInputError as exc:
         raise _bad(str(exc.field), data.get(str(exc.field)), str(exc.allowed)) from None
+    if sockperf_port == port:
+        raise _bad("sockperf_port", sockperf_port, f"a port other than iperf3's ({port})")
     base = p.parent.resolve()
     return PairSpec(
         str(name), port, _end("sender", data.get("sender"), base),
-        _end("receiver", data.get("receiver"), base), str(p),
+        _end("receiver", data.get("receiver"), base), str(p), sockperf_port,
     )  # fmt: skip
 
 
@@ -199,7 +204,7 @@ def _check_side(side: str, host: Host, end: PairEnd) -> list[str]:
         host.run(["true"], timeout=20)
     except HostCommandError as exc:
         return [f"{side}: not reachable: {exc}"]
-    missing = host.run(["sh", "-c", _MISSING, "sh", *TOOLS]).stdout.split()
+    missing = missing_programs(host, TOOLS)
     if missing:
         problems.append(f"{side}: missing programs: {', '.join(missing)}")
     if host.run(["id", "-u"], check=False).stdout.strip() != "0":
@@ -270,6 +275,7 @@ class SshPairTestbed(Testbed):
                 receiver_device=self.spec.receiver.interface,
                 receiver_address=self.spec.receiver.address,
                 port=self.spec.port,
+                sockperf_port=self.spec.sockperf_port,
             )
         return self._ends
 
@@ -317,6 +323,7 @@ def describe_pair(spec: PairSpec) -> dict[str, Any]:
     return {
         "name": spec.name,
         "port": spec.port,
+        "sockperf_port": spec.sockperf_port,
         "sender": vars(spec.sender),
         "receiver": vars(spec.receiver),
     }

@@ -7,8 +7,8 @@ from typing import Any, NamedTuple
 
 from nictune.errors import NictuneError
 from nictune.measure.appliers import applier_for
+from nictune.measure.benchmark import Endpoints
 from nictune.measure.hosts import Host
-from nictune.measure.iperf3 import Endpoints
 from nictune.search_spaces._base import Family, Setting, split_target
 
 

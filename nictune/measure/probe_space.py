@@ -15,7 +15,7 @@ from typing import Any
 
 from nictune.errors import NictuneError
 from nictune.measure.appliers import applier_for
-from nictune.measure.iperf3 import Endpoints
+from nictune.measure.benchmark import Endpoints
 from nictune.measure.probe import probe_settings
 from nictune.search_spaces import Knob, SearchSpace, Setting, Value
 from nictune.search_spaces.profiles import profile_definition

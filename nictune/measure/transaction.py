@@ -1,6 +1,9 @@
 """The trial transaction: lock -> snapshot -> journal -> apply -> verify -> reachability ->
 benchmark -> restore -> verify restore -> clear journal -> unlock.
 
+The benchmark of each repeat is the workload's: iperf3 for its throughput part, then
+sockperf for its latency part (:func:`run_workload`).
+
 The locks (:mod:`nictune.measure.locks`) keep trials of other runs off the same testbed and
 off the machine-wide settings this one changes until it has restored them.
 
@@ -23,12 +26,15 @@ from nictune.errors import MeasurementError, NictuneError, RestoreError
 from nictune.measure._base import Sample, TrialResult, Workload
 from nictune.measure.appliers import applier_for, validate_settings
 from nictune.measure.appliers.ip_link import link_info
+from nictune.measure.benchmark import Endpoints, missing_programs
 from nictune.measure.busy import BusyLoad
 from nictune.measure.hosts import Host
-from nictune.measure.iperf3 import Endpoints, run_iperf3
+from nictune.measure.iperf3 import run_iperf3
 from nictune.measure.journal import Journal, replay_journal
 from nictune.measure.locks import trial_locks
 from nictune.measure.signals import SignalGuard, TrialInterrupted
+from nictune.measure.sockperf import PACKAGE as SOCKPERF_PACKAGE
+from nictune.measure.sockperf import check_probe, run_sockperf
 from nictune.measure.topology import resolve_placement
 from nictune.measure.validation import parse_cpu_list
 from nictune.search_spaces._base import Family, Setting
@@ -112,6 +118,49 @@ def check_reachable(ends: Endpoints, mtu_changed: bool) -> None:
             )
 
 
+def run_workload(ends: Endpoints, workload: Workload, sender_cpus: str | None = None,
+                 receiver_cpus: str | None = None) -> Sample:
+    """One repeat of ``workload``: iperf3 when it has a throughput part, then sockperf when it
+    has a latency part, both pinned to the same CPUs; one sample with the metrics of both
+    (sockperf's summary under ``counters["sockperf"]``).
+
+    Raises:
+        MeasurementError: a benchmark failed.
+    """
+    parts = []
+    if workload.throughput:
+        parts.append(run_iperf3(ends, workload, sender_cpus, receiver_cpus))
+    if workload.latency is not None:
+        parts.append(run_sockperf(ends, workload.latency, sender_cpus, receiver_cpus))
+    if not parts:
+        raise MeasurementError(f"workload {workload.name!r} has neither a throughput nor a latency part")
+    metrics: dict[str, float] = {}
+    counters: dict[str, Any] = {}
+    for part in parts:
+        metrics |= part.metrics
+        counters |= part.counters
+    return Sample(metrics, parts[0].started_at, parts[-1].finished_at, counters)
+
+
+def check_workload(ends: Endpoints, workload: Workload) -> None:
+    """Before a trial changes anything: the workload's latency part is one sockperf runs,
+    and sockperf is installed on both ends.
+
+    Raises:
+        InvalidInputError: a field of the latency part sockperf cannot take.
+        MeasurementError: sockperf is missing on a host (naming the Debian package).
+    """
+    if workload.latency is None:
+        return
+    check_probe(workload.latency)
+    for side, host in (("sender", ends.sender), ("receiver", ends.receiver)):
+        if missing_programs(host, ["sockperf"]):
+            raise MeasurementError(
+                f"workload {workload.name!r} measures latency with sockperf, which is not installed on the "
+                f"{side} {host.name}: install the Debian package {SOCKPERF_PACKAGE} (apt-get install "
+                f"{SOCKPERF_PACKAGE})")
+
+
 class Trial:
     """One transaction on a pair of endpoints.
 
@@ -140,6 +189,7 @@ class Trial:
         """
         checked = validate_settings(settings)
         steps = plan(checked, self.ends)
+        check_workload(self.ends, workload)
         with self.holding(steps):
             return self._run(steps, checked, workload, repeats, seed)
 
@@ -256,9 +306,9 @@ class Trial:
         for _ in range(max(1, repeats)):
             if workload.scenario == "busy":
                 with BusyLoad([self.ends.sender, self.ends.receiver], exclude=pinned):
-                    samples.append(run_iperf3(self.ends, workload, tx_cpus, rx_cpus))
+                    samples.append(run_workload(self.ends, workload, tx_cpus, rx_cpus))
             else:
-                samples.append(run_iperf3(self.ends, workload, tx_cpus, rx_cpus))
+                samples.append(run_workload(self.ends, workload, tx_cpus, rx_cpus))
         return samples, (tx_cpus, rx_cpus)
 
     def _restore(self, steps: Sequence[Step], entries: Sequence[dict[str, Any]]) -> list[str]:

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from nictune.errors import HostCommandError, InvalidInputError
 from nictune.measure._base import Testbed, TrialResult, Workload
 from nictune.measure.appliers import validate_settings
+from nictune.measure.benchmark import Endpoints
 from nictune.measure.fingerprint import cpu_model, driver_info, kernel_release
 from nictune.measure.hosts import Host, LocalHost, NetnsHost
-from nictune.measure.iperf3 import Endpoints
 from nictune.measure.journal import Journal
 from nictune.measure.probe_space import unsupported_knobs
 from nictune.measure.transaction import Trial

@@ -45,7 +45,7 @@ def global_sysctls() -> dict[str, str]:
 
 
 def leftover_processes() -> list[str]:
-    """iperf3 processes, busy loops, test sshds and SSH master connections still running."""
+    """iperf3 and sockperf processes, busy loops, test sshds and SSH master connections still running."""
     busy = "\0".join(BUSY_LOOP)
     ours = (busy, "nictune-ssh-", "/pytest-of-")
     found = []
@@ -57,13 +57,13 @@ def leftover_processes() -> list[str]:
             cmdline = (proc / "cmdline").read_text()
         except OSError:
             continue
-        if comm == "iperf3" or (comm in ("sh", "ssh", "sshd") and any(o in cmdline for o in ours)):
+        if comm in ("iperf3", "sockperf") or (comm in ("sh", "ssh", "sshd") and any(o in cmdline for o in ours)):
             found.append(f"{proc.name} {cmdline.replace(chr(0), ' ')}")
     return found
 
 
 def wait_no_processes(timeout: float = 10.0) -> list[str]:
-    """Wait for iperf3/busy processes to go; the ones still there after ``timeout``."""
+    """Wait for iperf3/sockperf/busy processes to go; the ones still there after ``timeout``."""
     deadline = time.monotonic() + timeout
     while (left := leftover_processes()) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -6,11 +6,13 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from nictune.measure._base import Workload
+from nictune.errors import InvalidInputError
+from nictune.measure._base import LatencyProbe, Workload
 from nictune.measure.dryrun import is_write, plan_trial
 from nictune.measure.hosts import LocalHost, NetnsHost, sysctl_path
 from nictune.measure.iperf3 import Endpoints
@@ -18,6 +20,7 @@ from nictune.measure.journal import Journal
 from nictune.measure.planning import PlannedCommand, is_read_only
 from nictune.measure.transaction import Trial
 from nictune.measure.veth import VethPair, list_namespaces
+from nictune.measure.workloads import WORKLOADS
 from nictune.search_spaces._base import Family, Setting
 from tests.measure.support import global_sysctls, leftover_processes, unique_name, wait_no_processes
 
@@ -49,7 +52,8 @@ def changes(argv: tuple[str, ...]) -> bool:
     """Whether a recorded command changes something or is traffic (the test's own list, not
     the dry run's :func:`is_read_only`)."""
     inner = argv[4:] if argv[:3] == ("ip", "netns", "exec") else argv
-    return (inner[:1] in (("<write>",), ("dd",), ("ping",), ("iperf3",)) or inner[:2] == ("taskset", "-c")
+    return (inner[:1] in (("<write>",), ("dd",), ("ping",), ("iperf3",), ("sockperf",))
+            or inner[:2] == ("taskset", "-c")
             or inner[:3] == ("ip", "link", "set") or inner[:3] in (("tc", "qdisc", "replace"), ("tc", "qdisc", "del"))
             or (inner[:1] == ("ethtool",) and inner[1] in _ETHTOOL_SET))
 
@@ -113,6 +117,39 @@ def test_dry_run_prints_the_commands_a_real_trial_runs(veth_pair: VethPair) -> N
                      "taskset -c 0 iperf3 -s", "iperf3 -c", "<write> /proc/sys/net/core/rmem_max"):
         assert any(expected in line for line in flat), expected
     assert host_state(veth_pair) == before
+
+
+@pytest.mark.netns
+def test_dry_run_lists_sockperf_after_iperf3_as_the_trial_runs_them(veth_pair: VethPair) -> None:
+    settings = [Setting(F.SYSCTL, "net.core.somaxconn", 1111), Setting(F.PLACEMENT, "cpus", "0")]
+    workload = replace(WORKLOADS["tcp+latency"], duration_s=1, omit_s=0,
+                       latency=LatencyProbe("ping-pong", "tcp", 64, duration_s=1))
+
+    def ends(parent: LocalHost) -> Endpoints:
+        return Endpoints(NetnsHost(veth_pair.tx, parent), NetnsHost(veth_pair.rx, parent), veth_pair.tx,
+                         veth_pair.rx, veth_pair.rx_address, port=5375)
+
+    plan = plan_trial(ends(LocalHost()), settings, workload, 1)
+    recorder = RecordingLocalHost()
+    Trial(ends(recorder), Journal("veth:dry-test")).run(settings, workload, 1, 0)
+    executed = [argv for argv in recorder.log if changes(argv)]
+    assert [as_executed(c) for c in plan.commands if is_write(c)] == executed
+    bench = [" ".join(c.argv) for c in plan.commands if c.phase == "benchmark"]
+    assert [line.split()[3:5] for line in bench] == [["iperf3", "-s"], ["iperf3", "-c"], ["sockperf", "server"],
+                                                    ["sockperf", "ping-pong"]]
+    assert bench[2].startswith("taskset -c 0 ") and bench[2].endswith("-p 5376 --tcp") and "--full-rtt" in bench[3]
+    # A latency-only workload starts no iperf3.
+    plan = plan_trial(ends(LocalHost()), [], WORKLOADS["latency"], 1)
+    assert [c.argv[0] for c in plan.commands if c.phase == "benchmark"] == ["sockperf", "sockperf"]
+    assert not wait_no_processes(5)
+
+
+def test_dry_run_refuses_a_latency_part_sockperf_cannot_take() -> None:
+    local = LocalHost()
+    ends = Endpoints(local, local, "lo", "lo", "127.0.0.1", port=5377)
+    with pytest.raises(InvalidInputError) as err:
+        plan_trial(ends, [], replace(WORKLOADS["latency"], latency=LatencyProbe(duration_s=2.5)), 1)
+    assert err.value.field == "latency.duration_s"
 
 
 def _cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from nictune.errors import InvalidInputError, MeasurementError
-from nictune.measure._base import Workload
+from nictune.measure._base import LATENCY_METRICS, LatencyProbe, Workload
 from nictune.measure.hosts import SshHost
 from nictune.measure.pair_file import SshPairTestbed, check_pair, load_pair
 from nictune.measure.veth import VethPair
+from nictune.measure.workloads import WORKLOADS
 from nictune.search_spaces._base import Family, Setting
-from tests.measure.support import SshServer, start_sshd
+from tests.measure.support import SshServer, leftover_processes, start_sshd
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -34,6 +36,8 @@ def test_load_a_valid_file(tmp_path: Path) -> None:
     spec = load_pair(write(tmp_path, GOOD))
     assert (spec.name, spec.port) == ("lab", 5401)
     assert spec.sender.host == "local" and spec.receiver.interface == "eth1"
+    assert spec.sockperf_port is None  # sockperf takes the port after iperf3's
+    assert load_pair(write(tmp_path, GOOD + "sockperf_port: 6000\n")).sockperf_port == 6000
 
 
 @pytest.mark.parametrize(
@@ -47,6 +51,8 @@ def test_load_a_valid_file(tmp_path: Path) -> None:
         (GOOD.replace("host: local", "host: ssh://root@h"), "sender.key"),
         (GOOD.replace("address: 192.168.9.2", "address: eleven"), "receiver.address"),
         (GOOD + "extra: 1\n", "extra"),
+        (GOOD + "sockperf_port: 80\n", "sockperf_port"),
+        (GOOD + "sockperf_port: 5401\n", "sockperf_port"),  # iperf3's
         (GOOD.replace("interface: eth0,", "interface: eth0, colour: red,"), "sender.colour"),
         ("[1, 2]", "file"),  # a list, not a mapping: the file as a whole
     ],
@@ -77,6 +83,7 @@ def test_ssh_pair_check_and_trial(
     text = f"""
 name: sshpair
 port: 5402
+sockperf_port: 5410
 sender: {{host: "netns:{veth_pair.tx}", interface: {veth_pair.tx}, address: {veth_pair.tx_address}}}
 receiver:
   host: ssh://root@{veth_pair.rx_address}:2222
@@ -100,8 +107,13 @@ receiver:
         )  # fmt: skip
         receiver = tb.endpoints().receiver
         assert isinstance(receiver, SshHost) and receiver.multiplexed
+        # sockperf's server runs over SSH too, on the file's port, and is stopped there.
+        latency = replace(WORKLOADS["latency"], latency=LatencyProbe(duration_s=1))
+        (sample,) = tb.measure([], latency, 1, 0).samples
     assert result.samples[0].metrics["throughput_gbps"] > 0
+    assert set(sample.metrics) == set(LATENCY_METRICS) and sample.metrics["latency_p50_us"] > 0
     assert rx.read_file("/proc/sys/net/core/somaxconn") == before
+    assert not [p for p in leftover_processes() if "sockperf" in p]  # (the test's sshd still runs)
 
 
 @pytest.mark.netns
