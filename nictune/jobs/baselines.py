@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nictune.errors import NictuneError
-from nictune.formatting import format_number
+from nictune.formatting import format_interval, format_number
 from nictune.optimizer import Goal
 from nictune.optimizer.racing import Noise, RacingPolicy
 from nictune.search_spaces import SearchSpace
@@ -153,8 +153,10 @@ def compare_baselines(space: SearchSpace, goal: Goal, stats: Mapping[str, Any], 
 def _interval_text(entry: Mapping[str, Any]) -> str:
     iv = entry.get("interval") or {}
     low, high = iv.get("low"), iv.get("high")
-    half = f" ± {format_number((high - low) / 2)}" if low is not None and high is not None and high > low else ""
-    return format_number(entry.get("value")) + half
+    value = entry.get("value")
+    if value is not None and low is not None and high is not None and high > low:
+        return format_interval(value, (high - low) / 2)
+    return format_number(value)
 
 
 def _change_text(entry: Mapping[str, Any]) -> str:
