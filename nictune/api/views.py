@@ -27,7 +27,7 @@ from nictune.api.schemas.trials import TrialOut
 from nictune.db import Configuration, Job, Trial
 from nictune.errors import NictuneError
 from nictune.jobs.baselines import compare_baselines
-from nictune.jobs.report import default_row, knob_changes, short_runs, trial_rows
+from nictune.jobs.report import baseline_rows, knob_changes, short_runs, trial_rows
 from nictune.jobs.stopping import stop_reason_of
 from nictune.optimizer import Goal, Score
 from nictune.search_spaces import SearchSpace, space_from_dict
@@ -177,7 +177,7 @@ def _baselines(s: Session, job: Job, space: SearchSpace, best_number: int) -> Ba
     rows = trial_rows(db.job_trials(s, job.id))
     completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
     best = next((r for r in completed if r["number"] == best_number), None)
-    found = compare_baselines(space, goal, job.stats or {}, rows, best, default_row(s, job, space, completed))
+    found = compare_baselines(space, goal, job.stats or {}, rows, best, baseline_rows(s, job, space, completed))
     return None if found is None else Baselines.model_validate(found)
 
 

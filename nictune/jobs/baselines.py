@@ -76,7 +76,7 @@ def _change_pct(rec: float | None, base: float | None) -> float | None:
 
 
 def compare_baselines(space: SearchSpace, goal: Goal, stats: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
-                      best: Mapping[str, Any] | None, default: Mapping[str, Any] | None = None,
+                      best: Mapping[str, Any] | None, known: Mapping[str, Mapping[str, Any]] | None = None,
                       ) -> dict[str, Any] | None:
     """The recommendation against the default and against each stock profile of ``space``.
 
@@ -87,7 +87,9 @@ def compare_baselines(space: SearchSpace, goal: Goal, stats: Mapping[str, Any], 
         rows: the job's trials as :func:`nictune.jobs.report.trial_rows` gives them
             (``number``, ``state``, ``config_hash``, ``metrics``, ``repeats``, ``error``).
         best: the recommended row; ``None``: nothing to compare yet (``None`` is returned).
-        default: the default's row when it is not a trial of the job (figures from history).
+        known: config hash -> row of the default and the stock profiles as measured on the
+            job's testbed and workload when they are not trials of the job (a warm start
+            knew them: figures from history, ``number`` None).
 
     Returns:
         ``objective`` (name, label, unit, direction), ``metrics`` (names shown),
@@ -116,8 +118,9 @@ def compare_baselines(space: SearchSpace, goal: Goal, stats: Mapping[str, Any], 
     for name, config in names:
         mine = by_hash.get(config.hash, [])
         done = next((r for r in mine if r.get("state") == "completed" and r.get("metrics")), None)
-        if done is None and name == "default" and default is not None and default.get("metrics"):
-            done = default
+        earlier = (known or {}).get(config.hash)
+        if done is None and earlier is not None and earlier.get("metrics"):
+            done = earlier
         failed = next((r for r in mine if r.get("state") == "failed"), None)
         found.append((name, config.hash, done, failed))
     metrics = _metric_names(goal, [best, *(d for _, _, d, _ in found)])

@@ -10,10 +10,11 @@ from sqlalchemy.engine import Engine as DbEngine
 from sqlalchemy.orm import Session
 
 from nictune import db
+from nictune.errors import NictuneError
 from nictune.jobs.baselines import compare_baselines
 from nictune.jobs.stopping import stop_reason_of
 from nictune.optimizer import Goal, Score
-from nictune.search_spaces import SearchSpace, space_from_dict
+from nictune.search_spaces import Configuration, SearchSpace, space_from_dict
 
 
 def _score(goal: Goal, summary: dict[str, Any] | None) -> Score | None:
@@ -61,17 +62,35 @@ def earlier_figures(s: Session, job: db.Job, config_hash: str) -> dict[str, Any]
     return {"repeats": len(samples), "metrics": Goal.mean_metrics(samples), "spread": Goal.spread(samples)}
 
 
-def default_row(s: Session, job: db.Job, space: SearchSpace, completed: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The default configuration's row among a job's ``completed`` rows (:func:`trial_rows`)
-    or, when it is not a trial of the job (a warm start knew it already), its earlier figures
-    on the job's testbed and workload (``number`` None, ``source`` history); ``None`` if never measured."""
-    config = space.default()
+def known_row(s: Session, job: db.Job, config: Configuration, completed: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A configuration's row among a job's ``completed`` rows (:func:`trial_rows`) or, when it
+    is not a trial of the job (a warm start knew it already), its earlier figures on the job's
+    testbed and workload (``number`` None, ``source`` history); ``None`` if never measured there."""
     row = next((r for r in completed if r["config_hash"] == config.hash), None)
     earlier = earlier_figures(s, job, config.hash) if row is None else None
     if earlier is not None:
         row = {"number": None, "state": "completed", "source": "history", "config_hash": config.hash,
                "config": json.loads(config.canonical_json), "score": None, "error": None, **earlier}
     return row
+
+
+def default_row(s: Session, job: db.Job, space: SearchSpace, completed: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The default configuration's row (:func:`known_row`)."""
+    return known_row(s, job, space.default(), completed)
+
+
+def baseline_rows(s: Session, job: db.Job, space: SearchSpace,
+                  completed: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Config hash -> row (:func:`known_row`) of the default and of each stock profile that
+    was measured on the job's testbed and workload, by this job or an earlier one."""
+    configs = [space.default()]
+    for name in space.stock_profiles():
+        try:
+            configs.append(space.profile(name))
+        except NictuneError:  # a stored space whose profile no longer validates
+            continue
+    rows = {c.hash: known_row(s, job, c, completed) for c in configs}
+    return {h: r for h, r in rows.items() if r is not None}
 
 
 def job_header(dbe: DbEngine, job_id: int) -> dict[str, Any]:
@@ -115,6 +134,7 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
         rows = trial_rows(trials)
         completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
         default = default_row(s, job, space, completed)
+        known = baseline_rows(s, job, space, completed)
         recommended_id = job.best_trial_id
         recommended = next((t.number for t in trials if t.id == recommended_id), None)
         info = _job_fields(job)
@@ -152,7 +172,7 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
     info["best"] = best
     info["default"] = default
     # The recommendation against the default and each stock profile (TuneD, ESnet ...).
-    info["baselines"] = compare_baselines(space, goal, stats, rows, best, default)
+    info["baselines"] = compare_baselines(space, goal, stats, rows, best, known)
     if best is not None:
         info["best_feasible"] = goal.score(best["metrics"]).feasible
         best_cfg = dict(best["config"])
