@@ -28,9 +28,10 @@ from nictune.cli.workload_options import (
     WORKLOAD_HELP,
     workload_options,
 )
-from nictune.measure._base import METRICS, ignored_knobs_notice
+from nictune.measure._base import ignored_knobs_notice
 from nictune.measure.registry import DEFAULT_TESTBED, open_testbed
 from nictune.measure.workloads import resolve_workload
+from nictune.metrics import METRICS, heading
 from nictune.search_spaces import load_space
 
 
@@ -117,5 +118,5 @@ def measure(
     for col in ("metric", "mean", "min", "max", "meaning"):
         table.add_column(col, justify="right" if col in ("mean", "min", "max") else "left")
     for name, st in stats.items():
-        table.add_row(name, fmt(st["mean"]), fmt(st["min"]), fmt(st["max"]), METRICS[name])
+        table.add_row(heading(name), fmt(st["mean"]), fmt(st["min"]), fmt(st["max"]), METRICS.get(name, ""))
     console.print(table)

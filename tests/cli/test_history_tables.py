@@ -69,3 +69,10 @@ def test_default_vs_best_is_labelled_and_leaves_out_what_neither_measured(
     text = " ".join(capsys.readouterr().out.split())
     assert "throughput (Gbit/s)" in text and "ring drops (frames/run)" in text
     assert "throughput_gbps" not in text and "round trip p99" not in text  # no latency part: no latency rows
+
+
+def test_measure_labels_its_metrics(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["measure", "--repeats", "1"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "throughput (Gbit/s)" in text and "ring drops (frames/run)" in text and "│ throughput_gbps" not in text
