@@ -219,11 +219,12 @@ def _search_details(job: Job, detailed: bool) -> dict[str, Any]:
         "elapsed_s": stats.get("elapsed_s"),
     }
     out["stop_reason"], out["stop_text"] = stop_reason_of(job.state, stats)
-    if not detailed:
-        return out
+    # Stored with the job (no trial read): the job list shows each job's result too.
     rec = recommendation_view(stats.get("recommendation"))
     if rec is not None:
         out["recommendation"] = rec
+    if not detailed:
+        return out
     if stats.get("noise"):
         out["noise"] = {name: {k: float(v) for k, v in d.items()} for name, d in stats["noise"].items()}
     if stats.get("final_race"):

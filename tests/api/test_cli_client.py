@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -59,7 +60,8 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         assert f"jobs on {server.url}" in remote.stdout
         rows = [line.split() for line in local.stdout.splitlines()[1:]]
         assert rows == [line.split() for line in remote.stdout.splitlines()[1:]]
-        assert ["job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached"] in rows
+        assert ["job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached",
+                "result"] in rows
         assert [str(job_id), "completed"] == rows[-1][:2] and "12/12" in rows[-1] and "sim:benson-40g" in rows[-1]
         assert "throughput [loss_pct <= 50]" in remote.stdout  # not swallowed as console markup
         # One job through the service: the local command's table, row for row.
@@ -73,7 +75,10 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         def table(out: str) -> list[str]:
             return [line for line in out.splitlines() if line.startswith("│")]
 
-        assert len(table(show_remote.stdout)) == 12 and table(show_remote.stdout) == table(show_local.stdout)
+        def trial_lines(out: str) -> list[str]:  # the first line of each trial (what it changed wraps)
+            return [line for line in table(out) if re.match(r"│\s+\d+( \*)?\s+│ (measured|cache)", line)]
+
+        assert len(trial_lines(show_remote.stdout)) == 12 and table(show_remote.stdout) == table(show_local.stdout)
         assert show_remote.stdout.splitlines()[0] == show_local.stdout.splitlines()[0]  # the job's header
         assert "recommended (best lower confidence bound)" in show_remote.stdout
         # The best configuration as what tuning changed, as the local report has it.
@@ -113,7 +118,8 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
         assert "| best: nothing meets the constraints yet |" in hopeless.stdout
         # Its default was measured by the first job (a warm start reused it): the table of
         # default vs best shows those figures, as the local report does.
-        row = next(line for line in hopeless.stdout.splitlines() if line.startswith("│") and "throughput_gbps" in line)
+        row = next(line for line in hopeless.stdout.splitlines()
+                   if line.startswith("│") and "throughput (Gbit/s)" in line)
         assert [cell.strip() != "-" for cell in row.split("│")[1:-1]] == [True, True, True], hopeless.stdout
         # The service's notice about the model (its space's tx_ring changes nothing) reaches the user
         # (in a pipe, as a line of stdout, before the trials).
@@ -248,9 +254,9 @@ def test_history_through_the_service_reads_past_one_page(db_url: str, tmp_path: 
     local = subprocess.run([sys.executable, "-m", "nictune", "history", "--limit", "1002", "--json"],
                            capture_output=True, text=True, timeout=180, env={**os.environ, "NICTUNE_DB": db_url})
     assert remote.returncode == 0 and local.returncode == 0, remote.stderr + local.stderr
-    ids = [j["id"] for j in json.loads(remote.stdout)]
+    ids = [j["job_id"] for j in json.loads(remote.stdout)]
     assert len(ids) == 1002 and len(set(ids)) == 1002
-    assert ids == [j["id"] for j in json.loads(local.stdout)]
+    assert ids == [j["job_id"] for j in json.loads(local.stdout)]
 
 
 def test_history_show_through_the_service_marks_the_cache_and_the_final_race(db_url: str, tmp_path: Path) -> None:
@@ -268,7 +274,7 @@ def test_history_show_through_the_service_marks_the_cache_and_the_final_race(db_
             run = cli("optimize", "--objective", "throughput", "--budget", "20", "--seed", seed, *extra, "--server",
                       server.url, "--token", token, "--json", env_db=db_url)
             assert run.returncode == 0, run.stderr
-        job_id = str(json.loads(run.stdout)["id"])
+        job_id = str(json.loads(run.stdout)["job_id"])
         there = subprocess.run([sys.executable, "-m", "nictune", "history", "show", job_id, "--server", server.url,
                                 "--token", token], capture_output=True, text=True, timeout=180,
                                env=wide | {"NICTUNE_DB": "sqlite:////x/y.db"})
