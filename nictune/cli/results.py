@@ -206,8 +206,10 @@ def print_baselines(report: Mapping[str, Any]) -> None:
     conf = (comparison["recommendation"].get("interval") or {}).get("confidence") or 0.9
     table = Table(title=f"recommendation vs the default and the stock profiles: {obj['label']} ({obj['unit']}, "
                         f"{conf:.0%} CI; {obj['direction']})" + (" (simulated)" if report.get("simulated") else ""))
-    for col in ("configuration", "trial", obj["label"], *comparison["metrics"], "recommendation vs it"):
-        table.add_column(col, justify="left" if col == "configuration" else "right")
+    table.add_column("configuration")
+    for col in ("trial", f"{obj['label']}\n{obj['unit']}".rstrip(), *(heading(m) for m in comparison["metrics"]),
+                "recommendation vs it"):
+        table.add_column(col, justify="right")
     rows = comparison_rows(comparison)
     for row in rows:
         table.add_row(row["name"], row["trial"], row["objective"], *(row[m] for m in comparison["metrics"]),

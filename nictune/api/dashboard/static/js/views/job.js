@@ -8,7 +8,7 @@ import {duration, fill, h, num, s, simBadge, stateBadge, testbedLabel, val, when
 import {formatInterval} from "../format.js";
 import {drawFrontCard} from "../front.js";
 import {better, directionText, objectiveNamed, objectiveValue, scoreOf} from "../goal.js";
-import {metricDef, metricOrder} from "../metrics.js";
+import {metricDef, metricHeading, metricOrder} from "../metrics.js";
 import {SortableTable} from "../table.js";
 import {trialColumns} from "../trials.js";
 
@@ -358,16 +358,16 @@ export function render(root, ctx, jobId) {
     }
     const obj = cmp.objective;
     const iv = (e) => e.interval && e.interval.low !== null && e.interval.high !== null && e.interval.high > e.interval.low
-      ? `${num(e.value)} ± ${num((e.interval.high - e.interval.low) / 2)}` : num(e.value);
+      ? formatInterval(e.value, (e.interval.high - e.interval.low) / 2) : num(e.value);
     const head = h("tr", {}, h("th", {}, "Configuration"), h("th", {class: "num"}, "Trial"),
-      h("th", {class: "num"}, `${obj.label} (${obj.unit})`), ...cmp.metrics.map((m) => h("th", {class: "num"}, m)),
+      h("th", {class: "num"}, `${obj.label} (${obj.unit})`), ...cmp.metrics.map((m) => h("th", {class: "num wrap"}, metricHeading(m))),
       h("th", {class: "num"}, "Recommendation vs it"));
     const rec = cmp.recommendation;
     const rows = [h("tr", {class: "objective", "data-name": "recommendation"}, h("th", {}, "Recommendation"),
       h("td", {class: "num"}, String(rec.number)), h("td", {class: "num"}, iv(rec)),
       ...cmp.metrics.map((m) => h("td", {class: "num"}, num(rec.metrics[m]))), h("td", {}, ""))];
     for (const b of cmp.baselines) {
-      const label = h("th", {title: b.description || ""}, b.name, b.stock ? h("span", {class: "badge"}, "stock") : null,
+      const label = h("th", {title: b.description || "", class: "wrap"}, b.name, b.stock ? h("span", {class: "badge"}, "stock") : null,
         b.not_expressed && b.not_expressed.length ? h("div", {class: "sub"}, `cannot express here: ${b.not_expressed.join("; ")}`) : null);
       if (b.state !== "completed") {
         rows.push(h("tr", {"data-name": b.name, "data-state": b.state}, label,
