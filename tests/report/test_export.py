@@ -381,8 +381,8 @@ _LOAD_WITH_TUNED = """
 import json, sys
 import tuned.profiles as p, tuned.profiles.variables as v, tuned.utils.global_config as gc
 from tuned.profiles.locator import Locator
-stock, mine, name = sys.argv[1:4]
-loader = p.Loader(Locator([stock, mine]), p.Factory(), p.Merger(), gc.GlobalConfig(), v.Variables())
+stock, mine, name, main_conf = sys.argv[1:5]
+loader = p.Loader(Locator([stock, mine]), p.Factory(), p.Merger(), gc.GlobalConfig(main_conf), v.Variables())
 prof = loader.load([name])
 print(json.dumps({unit: {"devices": u.devices, "options": dict(u.options)} for unit, u in prof.units.items()}))
 """
@@ -398,7 +398,8 @@ def test_a_tuned_export_with_device_and_include_loads_in_tuneds_own_parser(jobs:
     text = written.files["tuned.conf"].read_text()
     assert "CHANGE-ME" not in text and "include=network-throughput" in text
     run = subprocess.run(
-        [sys.executable, "-c", _LOAD_WITH_TUNED, str(root / "usr" / "lib" / "tuned"), str(profiles), "nictune-best"],
+        [sys.executable, "-c", _LOAD_WITH_TUNED, str(root / "usr" / "lib" / "tuned"), str(profiles), "nictune-best",
+         str(root / "etc" / "tuned" / "tuned-main.conf")],  # the package's own, not the host's /etc
         capture_output=True, text=True, timeout=60,
         env=os.environ | {"PYTHONPATH": str(root / "usr" / "lib" / "python3" / "dist-packages")})
     assert run.returncode == 0, run.stderr
