@@ -22,10 +22,14 @@ from nictune.cli.workload_options import (
     STREAMS_OPTION,
     workload_options,
 )
+from nictune.measure import sockperf
 from nictune.measure._base import LatencyProbe, Workload
 from nictune.measure.iperf3 import iperf3_commands
 from nictune.measure.workload_spec import definition_of, format_bitrate
 from nictune.measure.workloads import BUILTINS, resolve_entry
+
+#: The port ``show`` prints for sockperf: a testbed's default (iperf3's 5201 + 1).
+SHOWN_SOCKPERF_PORT = 5202
 
 app = typer.Typer(help="List the built-in workloads (what the benchmarks send) and show one, or a workload file.",
                   no_args_is_help=True)
@@ -57,15 +61,6 @@ def runs_text(wl: Workload) -> str:
     if wl.latency is not None:
         parts.append(_latency_text(wl.latency))
     return ", then ".join(parts)
-
-
-def sockperf_shape(p: LatencyProbe) -> tuple[list[str], list[str]]:
-    """The shape of the sockperf commands of a latency part (server on the receiver, client on
-    the sender): what the testbed runs, with RECEIVER and PORT for what the testbed decides."""
-    tcp = ["--tcp"] if p.protocol == "tcp" else []
-    client = ["sockperf", p.mode, "-i", "RECEIVER", "-p", "PORT", "-m", str(p.msg_size), "-t",
-              f"{p.duration_s:g}", *(["--mps", str(p.rate_mps)] if p.rate_mps else []), "--full-rtt", *tcp]
-    return ["sockperf", "server", "-i", "RECEIVER", "-p", "PORT", *tcp], client
 
 
 @app.command("list")
@@ -103,7 +98,7 @@ def show(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Show a workload's full definition (a workload file's form) and the commands it leads to
-    (iperf3 and sockperf, RECEIVER and PORT standing for what the testbed decides); options
+    (iperf3 and sockperf, RECEIVER standing for the receiver's address, default ports); options
     change it as on measure and optimize."""
     options = workload_options(streams=streams, length=length, bitrate=bitrate, reverse=reverse, bidir=bidir,
                                omit=omit, msg_size=msg_size, rate=rate)
@@ -114,8 +109,9 @@ def show(
         server, client, timeout = iperf3_commands(wl)
         commands["iperf3"] = {"server": server, "client": client, "timeout_s": timeout}
     if wl.latency is not None:
-        server, client = sockperf_shape(wl.latency)
-        commands["sockperf"] = {"server": server, "client": client}
+        # The commands a testbed runs (sockperf's default port: iperf3's + 1), from the same builders.
+        commands["sockperf"] = {"server": sockperf.server_argv("RECEIVER", SHOWN_SOCKPERF_PORT, wl.latency.protocol),
+                                "client": sockperf.client_argv(wl.latency, "RECEIVER", SHOWN_SOCKPERF_PORT)}
     info = {"name": wl.name, "source": entry.source, "runs": runs_text(wl), "measures": list(wl.measures()),
             "definition": definition_of(wl, entry.description), "cache_key": wl.key(), "commands": commands}
     if json_out:
