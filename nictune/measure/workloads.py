@@ -13,6 +13,7 @@ import yaml
 from nictune.errors import InvalidInputError, UnknownNameError
 from nictune.measure._base import Workload
 from nictune.measure.workload_spec import Source, WorkloadEntry, with_options, workload_from_definition
+from nictune.yamlfile import parse_yaml
 
 #: The built-in workloads, in the order they are listed (each is ``builtin_workloads/NAME.yaml``).
 BUILTIN_NAMES: tuple[str, ...] = ("tcp", "tcp-parallel", "udp", "udp-jumbo", "udp-small", "latency", "tcp+latency")
@@ -44,11 +45,9 @@ def workload_from_yaml(text: str, label: str, *, echo: bool = False) -> Workload
             allowed values named; the file's content is not repeated unless ``echo``).
     """
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f", line {mark.line + 1}" if mark is not None else ""
-        raise InvalidInputError(f"{label}{where}: not valid YAML", field="workload",
+        data = parse_yaml(text, label)
+    except InvalidInputError as exc:  # the parser's problem, line and column; never the text
+        raise InvalidInputError(str(exc), field="workload",
                                 allowed="a YAML mapping (see nictune workloads show tcp)") from None
     return workload_from_definition(data, Source(label, _lines(text), echo=echo))
 
