@@ -3,6 +3,11 @@
 PostgreSQL: one fresh database per test session (dropped at the end) and one fresh
 schema per test inside it. Unreachable PostgreSQL skips those tests, or fails them when
 ``$CI`` is set, because CI has to prove both backends.
+
+Test layers: a test is in the ``unit`` layer (``pytest -m unit``) unless it is marked
+``system`` (starts a subprocess or a server), ``slow``, ``netns`` or ``postgres``. A unit
+test that starts a process or binds a listening socket fails (see :func:`unit_guard`), so
+the layer stays what its name says.
 """
 
 from __future__ import annotations
@@ -30,6 +35,53 @@ from tests.environment import unavailable  # noqa: E402
 PG_ADMIN_URL = os.environ.get(
     "NICTUNE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
+
+
+_NOT_UNIT = ("system", "slow", "netns", "postgres")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that no other layer claims as ``unit``; keep namespace tests together."""
+    for item in items:
+        if not any(item.get_closest_marker(name) for name in _NOT_UNIT):
+            item.add_marker(pytest.mark.unit)
+        if item.get_closest_marker("netns"):
+            # One xdist worker runs every namespace test, one after the other: they change
+            # machine-wide sysctls (and restore them), which two at once would mix up.
+            item.add_marker(pytest.mark.xdist_group("host"))
+
+
+class UnitLayerViolation(AssertionError):
+    """A unit-layer test started a process or a server."""
+
+
+@pytest.fixture(autouse=True)
+def unit_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refuse, inside a unit test, to start a subprocess, fork, or bind a socket.
+
+    Mark the test module ``pytestmark = pytest.mark.system`` if it needs to."""
+    if request.node.get_closest_marker("unit") is None:
+        return
+    import socket
+    import subprocess
+
+    def refuse(what: str):  # type: ignore[no-untyped-def]
+        def _refused(*args, **kwargs):  # type: ignore[no-untyped-def]
+            raise UnitLayerViolation(f"a unit test may not {what}; mark it 'system' (tests/conftest.py)")
+        return _refused
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse("start a subprocess"))
+    monkeypatch.setattr(os, "fork", refuse("fork"))
+    monkeypatch.setattr(os, "posix_spawn", refuse("spawn a process"))
+    monkeypatch.setattr(os, "posix_spawnp", refuse("spawn a process"))
+    original_bind = socket.socket.bind
+
+    def bind(sock: socket.socket, address: object) -> None:
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            raise UnitLayerViolation("a unit test may not bind a network socket (start a server); mark it 'system'")
+        original_bind(sock, address)
+
+    monkeypatch.setattr(socket.socket, "bind", bind)
 
 
 @pytest.fixture(scope="session")
@@ -90,30 +142,70 @@ def engine(db_url: str) -> Iterator[Engine]:
         opened.dispose()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def host_leak_check() -> Iterator[None]:
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Record the host's state before any test runs (once: in the xdist controller, or the
+    only process of a serial run)."""
+    if not _is_xdist_worker(session.config):
+        session.config.stash[_HOST_BEFORE] = _host_state()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """After the whole suite the machine is as the tests found it: no new network namespace
-    or veth link, no iperf3 or busy-loop process, every global sysctl unchanged."""
+    or veth link, no iperf3 or busy-loop process, every global sysctl unchanged. Checked
+    after every worker has finished, so one worker's namespace in use is never another's
+    leak; a leak fails the run."""
+    before = session.config.stash.get(_HOST_BEFORE, None)
+    if before is None or _is_xdist_worker(session.config):
+        return
+    problems = _host_leaks(before)
+    if problems:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("=", "the tests left the host changed", red=True, bold=True)
+            for problem in problems:
+                reporter.write_line(problem, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_HOST_BEFORE = pytest.StashKey[dict[str, object]]()
+
+
+def _host_state() -> dict[str, object]:
     from nictune.measure.hosts import LocalHost
     from nictune.measure.veth import list_namespaces
-    from tests.measure.support import global_sysctls, wait_no_processes
+    from tests.measure.support import global_sysctls
 
     usable = os.geteuid() == 0 and shutil.which("ip") is not None
-    before = global_sysctls()
-    namespaces_before = set(list_namespaces(LocalHost())) if usable else set()
-    links_before = _veth_links() if usable else set()
-    yield
-    if not usable:
-        return
-    namespaces = sorted(set(list_namespaces(LocalHost())) - namespaces_before)
-    links = sorted(_veth_links() - links_before)
+    return {"usable": usable, "sysctls": global_sysctls(),
+            "namespaces": set(list_namespaces(LocalHost())) if usable else set(),
+            "links": _veth_links() if usable else set()}
+
+
+def _host_leaks(before: dict[str, object]) -> list[str]:
+    if not before["usable"]:
+        return []
+    from tests.measure.support import wait_no_processes
+
+    after = _host_state()
+    problems = []
+    namespaces = sorted(after["namespaces"] - before["namespaces"])  # type: ignore[operator]
+    links = sorted(after["links"] - before["links"])  # type: ignore[operator]
     processes = wait_no_processes()
-    after = global_sysctls()
-    changed = {k: (before[k], after.get(k)) for k in before if after.get(k) != before[k]}
-    assert not namespaces, f"namespaces left behind: {namespaces}"
-    assert not links, f"veth links left behind in the root namespace: {links}"
-    assert not processes, f"processes left behind: {processes}"
-    assert not changed, f"global sysctls changed: {changed}"
+    old, new = before["sysctls"], after["sysctls"]
+    changed = {k: (old[k], new.get(k)) for k in old if new.get(k) != old[k]}  # type: ignore[attr-defined,index]
+    if namespaces:
+        problems.append(f"namespaces left behind: {namespaces}")
+    if links:
+        problems.append(f"veth links left behind in the root namespace: {links}")
+    if processes:
+        problems.append(f"processes left behind: {processes}")
+    if changed:
+        problems.append(f"global sysctls changed: {changed}")
+    return problems
 
 
 def _veth_links() -> set[str]:

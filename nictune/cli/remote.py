@@ -316,7 +316,7 @@ def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict
         "constraints": job.get("constraints") or [], "budget": job["budget"], "repeats": job["repeats"],
         "seed": job["seed"], "engine_done_at": job.get("engine_done_at"), "racing": bool(job.get("racing")),
         "stop_reason": job.get("stop_reason"), "stop_text": job.get("stop_text"),
-        "noise": job.get("noise"), "recommendation": rec,
+        "noise": job.get("noise"), "recommendation": rec, "race": job.get("race"),
         "stats": {"final_race": job.get("final_race") or []}, "notices": job.get("notices") or [],
         "best": {"number": number} if number is not None else None,
         "best_feasible": (best.get("score") or {}).get("feasible") if best else None,

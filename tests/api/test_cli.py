@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from nictune.cli import serve as serve_cli
@@ -68,6 +69,7 @@ def _serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=60, env=env)
 
 
+@pytest.mark.system
 def test_serve_startup_failures_are_one_line_before_anything_listens(tmp_path: Path) -> None:
     """A database that cannot be opened and a port already taken were a 70-frame traceback and
     uvicorn's own exit 3; a nonsense --allow-testbed was accepted."""

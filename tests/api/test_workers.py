@@ -64,6 +64,7 @@ def test_an_unreachable_registry_is_503(make_api: AppFactory) -> None:
         assert listed["pool:lab"]["kind"] == "pool" and listed["pool:lab"]["default_space"] is None
 
 
+@pytest.mark.system
 def test_a_waiting_job_can_be_cancelled_and_its_request_is_withdrawn(
         make_api: AppFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     require_redis()

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.system  # runs nictune in subprocesses
+
+
 HUGE = "99999999999999999999"  # beyond every database's INTEGER
 
 

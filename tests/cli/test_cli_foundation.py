@@ -13,6 +13,9 @@ import yaml
 from nictune.cli.main import main
 from nictune.search_spaces import builtin_names, load_space
 
+pytestmark = pytest.mark.system  # runs nictune in subprocesses
+
+
 NICTUNE = [sys.executable, "-m", "nictune"]
 
 

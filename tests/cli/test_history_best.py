@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.system  # runs nictune in subprocesses
+
 
 def nictune(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NICTUNE_DB": f"sqlite:///{db}", "COLUMNS": "200"}

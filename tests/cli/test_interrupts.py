@@ -15,7 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from nictune.cli.main import _AftermathOfCtrlC
+
+pytestmark = pytest.mark.system  # runs nictune in subprocesses
 
 
 def _python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -10,6 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.system  # runs nictune in subprocesses
+
+
 #: A trial line: progress, trial number, hash, source (simulated), seconds, figures, best, changes.
 TRIAL = re.compile(
     r"^\[(?P<done>\d+)/(?P<budget>\d+)\] trial (?P<number>\d+) (?P<hash>[0-9a-f]{12}) "

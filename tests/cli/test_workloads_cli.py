@@ -15,6 +15,8 @@ import pytest
 
 from nictune.measure.workloads import BUILTIN_NAMES
 
+pytestmark = pytest.mark.system  # runs nictune in subprocesses
+
 
 def nictune(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NICTUNE_DB": f"sqlite:///{tmp_path / 'h.db'}", "COLUMNS": "200"}

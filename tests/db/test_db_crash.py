@@ -22,6 +22,9 @@ from sqlalchemy.engine import make_url
 import nictune
 from nictune.db import job_trials, open_database, reset_running_trials, session_scope
 
+pytestmark = pytest.mark.system  # runs nictune in subprocesses
+
+
 COMMITS_BEFORE_KILL = 15
 DEADLINE_S = 60.0
 

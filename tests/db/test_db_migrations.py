@@ -91,6 +91,7 @@ print(upgrade(sys.argv[1]))
 """
 
 
+@pytest.mark.system
 def test_processes_opening_a_new_database_at_once_do_not_race(db_url: str) -> None:
     env = dict(os.environ)
     package_root = str(Path(nictune.__file__).resolve().parents[1])

@@ -67,6 +67,7 @@ def test_bad_options_name_their_field() -> None:
         ExecutorFactory(None)("pool:lab")
 
 
+@pytest.mark.system
 def test_the_cli_refuses_bad_input_with_exit_2() -> None:
     run = subprocess.run([sys.executable, "-m", "nictune.cli.worker", "--testbed", "sim:benson-40g",
                           "--pool", "No Spaces", "--broker", REDIS_URL], capture_output=True, text=True, timeout=60)
@@ -81,6 +82,7 @@ def test_the_time_limit_interrupts_the_work() -> None:
     assert time.monotonic() - started < 2
 
 
+@pytest.mark.system
 def test_a_pool_keeps_one_fingerprint(redis_prefix: str) -> None:
     registry = Registry(REDIS_URL, redis_prefix)
     first = WorkerRecord("w1@h", "h", 1, "veth:a", "lab", "veth", {"kernel": "6.1", "nic": "veth"})
@@ -117,6 +119,7 @@ def request_for(pool: str, job_id: int, values: dict[str, Any] | None = None) ->
                           workload={"name": "tcp", "protocol": "tcp", "duration_s": 10.0}, repeats=2, seed=3)
 
 
+@pytest.mark.system
 def test_a_sim_worker_measures_what_the_local_executor_measures(redis_prefix: str, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     env = {"NICTUNE_BROKER_URL": REDIS_URL, "NICTUNE_KEY_PREFIX": redis_prefix, "NICTUNE_HEARTBEAT_S": "0.5",

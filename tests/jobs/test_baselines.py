@@ -90,6 +90,7 @@ def test_the_end_of_optimize_shows_each_stock_profile(finished: Finished) -> Non
     assert "esnet (stock): cannot express 7 of its settings here" in out
 
 
+@pytest.mark.system
 def test_optimize_json_and_history_show_carry_the_comparison(finished: Finished) -> None:
     res = _cli("history", "show", str(finished.job_id), "--db", finished.url)
     assert res.returncode == 0, res.stderr
@@ -106,6 +107,7 @@ def test_optimize_json_and_history_show_carry_the_comparison(finished: Finished)
         [("default", "completed"), *((p, "completed") for p in STOCK)]
 
 
+@pytest.mark.system
 def test_the_report_shows_the_stock_profiles_with_their_sources(finished: Finished, tmp_path: Path) -> None:
     res = _cli("report", str(finished.job_id), "--db", finished.url, "--out", str(tmp_path))
     assert res.returncode == 0, res.stderr

@@ -245,6 +245,7 @@ def test_single_objective_engines_refuse_two_objectives(engine: Engine) -> None:
     assert err.value.field == "engine" and "nsga2" in str(err.value)
 
 
+@pytest.mark.system
 def test_cli_prints_the_front_as_json(tmp_path: Any) -> None:
     url = f"sqlite:///{tmp_path}/front.db"
     res = subprocess.run(

@@ -201,6 +201,7 @@ def test_dry_run_refuses_a_bad_value_like_a_real_run() -> None:
     assert res.returncode == 2 and "mtu" in res.stderr
 
 
+@pytest.mark.system
 def test_sim_dry_run_says_nothing_runs(tmp_path: Path) -> None:
     res = _cli("measure", "--dry-run", "-t", "sim:benson-40g", "-s", "mtu=9000")
     assert res.returncode == 0, res.stderr

@@ -34,6 +34,7 @@ def test_write_read_clear(tmp_path: Path) -> None:
     assert not journal.exists() and journal.read() is None
 
 
+@pytest.mark.system
 def test_a_live_writer_is_not_replayed(tmp_path: Path) -> None:
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:

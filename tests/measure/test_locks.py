@@ -19,6 +19,9 @@ from nictune.measure.locks import changes_machine, machine_lock_path, trial_lock
 from nictune.search_spaces._base import Family, Setting
 from tests.measure.support import SshServer
 
+pytestmark = pytest.mark.system  # runs nictune in subprocesses
+
+
 RMEM_MAX = Setting(Family.SYSCTL, "net.core.rmem_max", 16777216)  # one per machine
 TCP_RMEM = Setting(Family.SYSCTL, "net.ipv4.tcp_rmem", 16777216, index=2)  # one per namespace
 MTU = Setting(Family.IP_LINK, "mtu", 9000)

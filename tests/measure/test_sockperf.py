@@ -139,6 +139,7 @@ class BareHost(LocalHost):
         return ["env", f"PATH={self.bin_dir}", *argv]
 
 
+@pytest.mark.system
 def test_a_host_without_sockperf_is_named_with_its_package_before_a_trial(tmp_path: Path) -> None:
     (tmp_path / "sh").symlink_to(shutil.which("sh") or "/bin/sh")
     bare = BareHost(tmp_path)

@@ -243,6 +243,7 @@ def test_optimizer_modules_import_no_forbidden_packages() -> None:
         assert not forbidden, f"{path.name} imports {forbidden}"
 
 
+@pytest.mark.system
 def test_importing_the_engines_loads_no_database_or_process_modules() -> None:
     code = ("import sys, nictune.optimizer; "
             "print(sorted(m for m in ('sqlalchemy', 'subprocess') if m in sys.modules))")

@@ -158,6 +158,7 @@ def test_json_export(best: ExportSource, jobs: Jobs) -> None:
         assert doc["metrics"][name]["min"] <= mean <= doc["metrics"][name]["max"]
 
 
+@pytest.mark.system
 def test_scripts_are_valid_posix_shell(best: ExportSource, tmp_path: Path) -> None:
     written = write_export(best, "script", tmp_path / "tune-apply.sh")
     apply, back = written.files["apply script"], written.files["rollback script"]
@@ -281,6 +282,7 @@ ONLY_SYSCTL = {"name": "only-sysctl", "knobs": {
 }}
 
 
+@pytest.mark.system
 def test_a_sysctl_only_space_gives_an_empty_but_valid_script(jobs: Jobs, tmp_path: Path) -> None:
     job = create_job(jobs.engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g",
                                           space=ONLY_SYSCTL, engine="random", budget=6, seed=1))
@@ -348,6 +350,7 @@ def test_an_export_of_a_job_that_did_not_finish_says_so(jobs: Jobs, tmp_path: Pa
     assert "did not finish" not in render_sysctl(done) and json.loads(render_json(done))["job_state"] == "completed"
 
 
+@pytest.mark.system
 def test_what_a_job_said_about_its_model_reaches_history_report_and_exports(jobs: Jobs, tmp_path: Path) -> None:
     """sim:benson-40g's model has no term for any knob of the nurika-pfring space: whatever the
     job recommends is noise, and every account of the job says so, not only its first run."""
@@ -388,6 +391,7 @@ print(json.dumps({unit: {"devices": u.devices, "options": dict(u.options)} for u
 """
 
 
+@pytest.mark.system
 def test_a_tuned_export_with_device_and_include_loads_in_tuneds_own_parser(jobs: Jobs, tmp_path: Path) -> None:
     """The profile, exported with --device and --include, goes to /etc/tuned as it is: TuneD's
     Loader (from its Debian package) merges network-throughput under it, and our settings win."""
@@ -466,6 +470,7 @@ def test_per_socket_buffer_defaults_are_exported_with_the_memory_they_commit() -
     assert capped.warnings() == []
 
 
+@pytest.mark.system
 def test_export_cli_device_include_force_and_the_memory_warning(jobs: Jobs, tmp_path: Path) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "nictune", "export", str(jobs.ga), "--db", jobs.url, *args],

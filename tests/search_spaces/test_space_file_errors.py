@@ -171,6 +171,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("command", ["validate", "show"])
 @pytest.mark.parametrize("case", ["binary", "constraints-int", "when-self", "profile-default",
                                   "profile-stock-without-source"])
+@pytest.mark.system
 def test_cli_exits_2_with_one_error_line(tmp_path: Path, command: str, case: str) -> None:
     if case == "binary":
         path = tmp_path / "binary.yaml"

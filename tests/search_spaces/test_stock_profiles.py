@@ -97,6 +97,7 @@ def test_long_form_round_trips_and_probing_lists_dropped_knobs() -> None:
     assert fitted["stock"] is True and fitted["source"] == raw["source"]
 
 
+@pytest.mark.system
 def test_spaces_show_prints_sources_and_what_a_space_cannot_express() -> None:
     env = dict(os.environ, COLUMNS="200", NO_COLOR="1")
     res = subprocess.run([sys.executable, "-m", "nictune", "spaces", "show", "linux-tcp"], capture_output=True,
