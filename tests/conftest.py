@@ -40,14 +40,19 @@ PG_ADMIN_URL = os.environ.get(
 _NOT_UNIT = ("system", "slow", "netns", "postgres")
 
 
+_HOST_DIRS = ("tests/measure/", "tests/executors/")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that no other layer claims as ``unit``; keep namespace tests together."""
     for item in items:
         if not any(item.get_closest_marker(name) for name in _NOT_UNIT):
             item.add_marker(pytest.mark.unit)
-        if item.get_closest_marker("netns"):
-            # One xdist worker runs every namespace test, one after the other: they change
-            # machine-wide sysctls (and restore them), which two at once would mix up.
+        if item.get_closest_marker("netns") or item.nodeid.startswith(_HOST_DIRS):
+            # One xdist worker runs every test that touches the host (namespaces, machine-wide
+            # sysctls, iperf3/sockperf processes, machine locks, Celery workers), one after the
+            # other: two at once would see each other's changes and processes.
             item.add_marker(pytest.mark.xdist_group("host"))
 
 

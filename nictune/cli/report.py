@@ -47,9 +47,10 @@ def report(
     dbe = open_db(db_url, must_exist=True)
     out_dir = out if out is not None else Path(f"nictune-report-job{job_id}")
     result = _build(dbe, job_id, out_dir, quiet)
-    console.print(Text.assemble(f"report of job {job_id}: ", (str(result.html), "bold")))
+    # Paths are never wrapped: a script reading the output (or a narrow pipe) gets them whole.
+    console.print(Text.assemble(f"report of job {job_id}: ", (str(result.html), "bold")), soft_wrap=True)
     for name, path in result.figures.items():
-        console.print(f"  figure {name}: {path}")
+        console.print(f"  figure {name}: {path}", soft_wrap=True)
     for note in result.notes:
         console.print(f"  note: {note}")
     if result.simulated:

@@ -11,6 +11,15 @@ from nictune.cli.main import main
 from nictune.formatting import changed_text, format_interval
 
 
+def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    """200 columns for the tables, whatever width the CLI's console took when it was first
+    imported (it reads $COLUMNS once, and another test may have imported it first)."""
+    from nictune.cli._common import console
+
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(console, "_width", 200)
+
+
 @pytest.fixture(scope="module")
 def pareto_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     url = f"sqlite:///{tmp_path_factory.mktemp('tables') / 'h.db'}"
@@ -34,7 +43,7 @@ def test_changed_text_names_what_a_configuration_changed() -> None:
 
 def test_history_show_shows_settings_objectives_with_units_and_the_front(
         pareto_db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "200")
+    _wide(monkeypatch)
     capsys.readouterr()
     assert main(["history", "show", "1", "--json", "--db", pareto_db]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -52,7 +61,7 @@ def test_history_show_shows_settings_objectives_with_units_and_the_front(
 
 def test_the_job_list_has_each_jobs_result(pareto_db: str, capsys: pytest.CaptureFixture[str],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "200")
+    _wide(monkeypatch)
     capsys.readouterr()
     assert main(["history", "show", "1", "--json", "--db", pareto_db]) == 0
     interval = json.loads(capsys.readouterr().out)["recommendation"]["interval"]
@@ -63,7 +72,7 @@ def test_the_job_list_has_each_jobs_result(pareto_db: str, capsys: pytest.Captur
 
 def test_default_vs_best_is_labelled_and_leaves_out_what_neither_measured(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "200")
+    _wide(monkeypatch)
     url = f"sqlite:///{tmp_path / 'one.db'}"
     assert main(["optimize", "-o", "throughput", "-b", "3", "--seed", "1", "--db", url]) == 0
     text = " ".join(capsys.readouterr().out.split())
@@ -72,7 +81,7 @@ def test_default_vs_best_is_labelled_and_leaves_out_what_neither_measured(
 
 
 def test_measure_labels_its_metrics(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "200")
+    _wide(monkeypatch)
     assert main(["measure", "--repeats", "1"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "throughput (Gbit/s)" in text and "ring drops (frames/run)" in text and "│ throughput_gbps" not in text
