@@ -40,20 +40,41 @@ PG_ADMIN_URL = os.environ.get(
 _NOT_UNIT = ("system", "slow", "netns", "postgres")
 
 
-_HOST_DIRS = ("tests/measure/", "tests/executors/")
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that no other layer claims as ``unit``; keep namespace tests together."""
+    """Mark every test that no other layer claims as ``unit``."""
     for item in items:
         if not any(item.get_closest_marker(name) for name in _NOT_UNIT):
             item.add_marker(pytest.mark.unit)
-        if item.get_closest_marker("netns") or item.nodeid.startswith(_HOST_DIRS):
-            # One xdist worker runs every test that touches the host (namespaces, machine-wide
-            # sysctls, iperf3/sockperf processes, machine locks, Celery workers), one after the
-            # other: two at once would see each other's changes and processes.
-            item.add_marker(pytest.mark.xdist_group("host"))
+
+
+_TESTS = Path(__file__).resolve().parent
+#: Tests that touch the host: namespaces, machine-wide sysctls, iperf3/sockperf/sshd
+#: processes, machine locks, Celery workers. Two of them at once would see each other's
+#: changes and processes, so one xdist worker runs them all, one after the other.
+_HOST_DIRS = ("tests/measure/", "tests/executors/")
+
+
+def _host_files() -> frozenset[str]:
+    """Test files elsewhere that hold a namespace test."""
+    return frozenset(f"tests/{path.relative_to(_TESTS)}" for path in _TESTS.rglob("test_*.py")
+                     if "mark.netns" in path.read_text(encoding="utf-8"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """xdist's load-by-module scheduling, with every host-touching test in one unit: the
+    largest, so it starts first on a worker of its own while the other worker takes the rest."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    host = _host_files()
+
+    class HostTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "host" if path.startswith(_HOST_DIRS) or path in host else super()._split_scope(nodeid)
+
+    return HostTestsTogether(config, log)  # type: ignore[arg-type]
 
 
 class UnitLayerViolation(AssertionError):
