@@ -34,6 +34,7 @@ class ApiSettings(BaseSettings):
             (their targets are still checked against the appliers' rules before any host
             command).
         max_budget: largest ``budget`` a client may ask for.
+        max_pending_jobs: jobs one token may have pending or running at once (429 above).
         trial_delay_s: pause after every new trial (tests use it to slow a simulated job
             down deterministically; 0 in production).
         resume_jobs: resume the service's unfinished jobs at start.
@@ -63,6 +64,7 @@ class ApiSettings(BaseSettings):
     testbeds: list[str] = Field(default_factory=list)
     inline_spaces_on_hosts: bool = False
     max_budget: int = Field(default=10_000, ge=1)
+    max_pending_jobs: int = Field(default=10, ge=1)
     trial_delay_s: float = Field(default=0.0, ge=0.0)
     resume_jobs: bool = True
     events_poll_s: float = Field(default=1.0, gt=0.0)
