@@ -1,4 +1,7 @@
-"""A pure ASGI middleware that refuses request bodies above a size (413)."""
+"""Limits of the service: request bodies above a size (413), open event streams (429).
+
+The pending jobs of a token are counted by :class:`~nictune.api.manager.JobManager`.
+"""
 
 from __future__ import annotations
 
@@ -63,3 +66,77 @@ class BodySizeLimit:
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
+
+
+class StreamLimitError(Exception):
+    """No stream slot is free (for this token, or in the whole service).
+
+    Attributes:
+        message: for humans: which limit, and how many streams are open.
+        allowed: the limit, as the error body's ``allowed``.
+    """
+
+    def __init__(self, message: str, allowed: str):
+        super().__init__(message)
+        self.message = message
+        self.allowed = allowed
+
+
+class StreamSlot:
+    """One open stream's place; :meth:`release` frees it (once, however often it is called)."""
+
+    def __init__(self, slots: StreamSlots, token: str):
+        self._slots = slots
+        self.token = token
+        self._released = False
+
+    def release(self) -> None:
+        """Give the place back."""
+        if not self._released:
+            self._released = True
+            self._slots._release(self.token)
+
+
+class StreamSlots:
+    """Counts the long-lived streams (server-sent events) open per token and overall.
+
+    Used from the event loop only (no locks): a stream takes a slot in its handler, before it
+    answers, and gives it back when it ends, however it ends.
+
+    Args:
+        per_token: streams one token may have open at once.
+        total: streams the service keeps open at once.
+    """
+
+    def __init__(self, per_token: int, total: int):
+        self.per_token = per_token
+        self.total = total
+        self._open: dict[str, int] = {}
+
+    def open_count(self, token: str | None = None) -> int:
+        """Streams open (of ``token``, or all)."""
+        return self._open.get(token, 0) if token is not None else sum(self._open.values())
+
+    def acquire(self, token: str) -> StreamSlot:
+        """A slot for one more stream of ``token``.
+
+        Raises:
+            StreamLimitError: the token, or the service, has every stream it may have open.
+        """
+        mine, everyone = self.open_count(token), self.open_count()
+        if mine >= self.per_token:
+            raise StreamLimitError(f"token {token!r} has {mine} event streams open; this service allows "
+                                   f"{self.per_token} per token: close one first",
+                                   f"at most {self.per_token} open event streams per token")
+        if everyone >= self.total:
+            raise StreamLimitError(f"the service has {everyone} event streams open, its limit: try again later",
+                                   f"at most {self.total} open event streams in all")
+        self._open[token] = mine + 1
+        return StreamSlot(self, token)
+
+    def _release(self, token: str) -> None:
+        left = self._open.get(token, 0) - 1
+        if left > 0:
+            self._open[token] = left
+        else:
+            self._open.pop(token, None)
