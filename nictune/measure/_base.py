@@ -19,7 +19,7 @@ from nictune.search_spaces._base import Setting
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from nictune.measure.dryrun import DryRun
+    from nictune.measure.planning import DryRun
     from nictune.search_spaces.space import SearchSpace
 
 Protocol = Literal["tcp", "udp"]
