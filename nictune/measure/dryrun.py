@@ -38,7 +38,7 @@ from nictune.measure.planning import (
 from nictune.measure.sockperf import benchmark_argvs as sockperf_argvs
 from nictune.measure.transaction import Trial, pinning, plan
 from nictune.measure.validation import parse_cpu_list
-from nictune.search_spaces._base import Setting
+from nictune.search_spaces import Setting
 
 
 def setting_dict(s: Setting) -> dict[str, Any]:

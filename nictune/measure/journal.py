@@ -24,7 +24,7 @@ import platformdirs
 from nictune.errors import InvalidInputError, NictuneError, RestoreError
 from nictune.measure.appliers import applier_for
 from nictune.measure.hosts import host_from_spec
-from nictune.search_spaces._base import Family
+from nictune.search_spaces import Family
 
 VERSION = 1
 

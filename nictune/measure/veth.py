@@ -25,8 +25,7 @@ from nictune.measure.hosts import Host, LocalHost, NetnsHost, host_from_spec
 from nictune.measure.journal import Journal, register_cleanup
 from nictune.measure.probe_space import unsupported_knobs
 from nictune.measure.transaction import Trial
-from nictune.search_spaces import SearchSpace
-from nictune.search_spaces._base import Setting
+from nictune.search_spaces import SearchSpace, Setting
 
 if TYPE_CHECKING:
     from nictune.measure.dryrun import DryRun

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from nictune.measure._base import Workload
 from nictune.measure.sim import latency
 from nictune.measure.sim.profiles import Host, Key, SimProfile
-from nictune.search_spaces._base import Setting, SettingValue
+from nictune.search_spaces import Setting, SettingValue
 
 ETH_OVERHEAD = 38      # preamble 8 + header 14 + FCS 4 + inter-frame gap 12
 GSO_BYTES = 65536      # largest TSO/GSO/GRO aggregate

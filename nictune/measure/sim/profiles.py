@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from nictune.search_spaces._base import Family, SettingValue
+from nictune.search_spaces import Family, SettingValue
 
 #: Part of a simulated testbed's fingerprint, so measurements of different model versions are
 #: never mixed in the cache. 2: the runs report the bottleneck counters (drops per stage,
