@@ -28,7 +28,7 @@ from nictune.cli.workload_options import (
     WORKLOAD_HELP,
     workload_options,
 )
-from nictune.measure._base import ignored_knobs_notice
+from nictune.measure import ignored_knobs_notice
 from nictune.measure.appliers.registry import load_checked_space
 from nictune.measure.registry import DEFAULT_TESTBED, open_testbed
 from nictune.measure.workloads import resolve_workload

@@ -32,12 +32,11 @@ from nictune.executors import Executor, LocalExecutor
 from nictune.jobs import warm
 from nictune.jobs.evaluate import JobContext, Race, TrialEvent, evaluate, remeasure, summary_of
 from nictune.jobs.stopping import StopRules, check_stop_options, stop_text
-from nictune.measure._base import LATENCY_METRICS, METRICS, UNMEASURED, Workload, ignored_knobs_notice
+from nictune.measure import LATENCY_METRICS, METRICS, UNMEASURED, Workload, ignored_knobs_notice
 from nictune.measure.appliers.registry import load_checked_space
 from nictune.measure.sim.testbed import check_modelled
 from nictune.measure.workloads import resolve_workload
-from nictune.optimizer import ENGINES, OBJECTIVES, Goal, Score, make_engine
-from nictune.optimizer._base import Engine
+from nictune.optimizer import ENGINES, OBJECTIVES, Engine, Goal, Score, make_engine
 from nictune.optimizer.fidelity import DEFAULT_RISK, ShortRunRule
 from nictune.optimizer.pareto import pareto_front, recommend_from_front
 from nictune.optimizer.racing import RacingPolicy

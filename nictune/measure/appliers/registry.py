@@ -19,8 +19,7 @@ from nictune.measure.appliers.ip_link import IpLinkApplier
 from nictune.measure.appliers.qdisc import PlacementApplier, QdiscApplier
 from nictune.measure.appliers.sysctl import SysctlApplier
 from nictune.measure.validation import check_device
-from nictune.search_spaces import SearchSpace, load_space, space_from_dict
-from nictune.search_spaces._base import Family, Knob, Setting, Value
+from nictune.search_spaces import Family, Knob, SearchSpace, Setting, Value, load_space, space_from_dict
 from nictune.search_spaces.knobs import FloatKnob, IntKnob
 
 #: Family -> the applier for it. Families missing here (module parameters, PF_RING, the
