@@ -21,7 +21,7 @@ from nictune.api.cache import VersionedCache
 from nictune.api.dashboard import dashboard_router, export_router
 from nictune.api.database import read_engine
 from nictune.api.errors import install_error_handlers
-from nictune.api.limits import BodySizeLimit
+from nictune.api.limits import BodySizeLimit, StreamSlots
 from nictune.api.manager import JobManager
 from nictune.api.metrics import make_registry
 from nictune.api.notifier import Notifier
@@ -103,6 +103,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.notifier = notifier
     app.state.cache = VersionedCache()
+    app.state.streams = StreamSlots(settings.max_streams_per_token, settings.max_streams)
     install_error_handlers(app)
     for module in (routers.jobs, routers.events, routers.history, routers.configurations, routers.spaces,
                    routers.testbeds, routers.health, routers.metrics, routers.workers):

@@ -30,6 +30,7 @@ log = logging.getLogger("nictune.api")
 
 _CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
           405: "method_not_allowed", 409: "conflict", 413: "too_large", 422: "invalid_input",
+          429: "too_many_requests",
           500: "internal", 503: "unavailable"}
 
 

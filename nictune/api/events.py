@@ -26,6 +26,7 @@ from nictune.api.queries.jobs import completed_trials, load_job
 from nictune.api.settings import ApiSettings
 from nictune.api.views import best_of, clean_metrics, clean_score, config_dict, finite, recommendation_view
 from nictune.db import Configuration, Trial, session_scope
+from nictune.db.auth import token_gone
 from nictune.errors import NictuneError
 from nictune.optimizer import Goal, Score
 
@@ -73,10 +74,14 @@ class JobEventStream:
         settings: poll interval, keep-alive and maximum duration.
         job_id: the job.
         after: the last trial number the client has seen (-1 for none).
+        token_id: the token the stream was opened with: checked again every
+            ``settings.token_recheck_s``; the stream ends (an ``error`` event) once it is
+            revoked or expired. ``None``: never checked.
     """
 
     def __init__(self, dbe: DbEngine, manager: JobManager, notifier: Notifier, settings: ApiSettings,
-                 job_id: int, after: int):
+                 job_id: int, after: int, token_id: int | None = None):
+        self.token_id = token_id
         self.dbe = dbe
         self.manager = manager
         self.notifier = notifier
@@ -144,6 +149,12 @@ class JobEventStream:
             "simulated": self.simulated,
         }
 
+    def _token_gone(self) -> str | None:
+        if self.token_id is None:
+            return None
+        with session_scope(self.dbe) as s:
+            return token_gone(s, self.token_id)
+
     def _ended(self, snap: _Snapshot) -> bool:
         if snap.state in FINAL_STATES:
             return True
@@ -156,10 +167,18 @@ class JobEventStream:
         """Yield SSE messages until the job ends (or ``events_max_s`` passes)."""
         wake = self.notifier.subscribe(self.job_id)
         began = last_sent = time.monotonic()
+        recheck_at = began + self.settings.token_recheck_s
         last_state: tuple[str, str | None] | None = None
         try:
             await run_in_threadpool(self._start)
             while True:
+                if time.monotonic() >= recheck_at:
+                    gone = await run_in_threadpool(self._token_gone)
+                    if gone is not None:
+                        yield format_event("error", {"job_id": self.job_id, "error": "unauthorized",
+                                                     "message": f"the stream's token was {gone}; the stream ends"})
+                        return
+                    recheck_at = time.monotonic() + self.settings.token_recheck_s
                 wake.clear()
                 snap = await run_in_threadpool(self._poll)
                 if snap is None:

@@ -29,7 +29,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine as DbEngine
 
 from nictune import db
@@ -45,7 +45,24 @@ log = logging.getLogger("nictune.api.jobs")
 ORIGIN_KEY = "origin"
 CANCEL_KEY = "cancel_requested"
 FINAL_STATES = frozenset({"completed", "failed", "cancelled"})
+#: A job in one of these states counts against its token's ``max_pending_jobs``.
+PENDING_STATES = ("pending", "running", "waiting")
 _RESUMABLE = ("pending", "running", "waiting", "interrupted")
+
+
+class TooManyPendingJobs(NictuneError):
+    """A token has as many jobs waiting or running as the service allows it.
+
+    Attributes:
+        token: the token's name.
+        pending: its jobs pending, running or waiting.
+        limit: the service's ``max_pending_jobs``.
+    """
+
+    def __init__(self, token: str, pending: int, limit: int):
+        super().__init__(f"token {token!r} has {pending} jobs pending or running; this service allows {limit} "
+                         "per token: wait for one to end, or cancel one")
+        self.token, self.pending, self.limit = token, pending, limit
 
 
 @dataclass
@@ -78,20 +95,49 @@ class JobManager:
         self._waiting: dict[int, str] = {}
         self._wait_counts: dict[int, int] = {}
         self._closing = False
+        # Serialises the pending-jobs count of one submission with the next one's, so that
+        # two requests at once cannot both take the last slot of a token.
+        self._submit_lock = threading.Lock()
+        self._reserved: dict[str, int] = {}
         self.executors = ExecutorFactory(settings.celery_settings() if settings.executor == "celery" else None)
 
     # ------------------------------------------------------------------ public
-    def submit(self, spec: JobSpec) -> int:
+    def submit(self, spec: JobSpec, submitted_by: str | None = None) -> int:
         """Validate and store ``spec`` as a job, queue it on its testbed's lane; return its id.
 
+        Args:
+            submitted_by: the name of the token that submits it: recorded with the job, and
+                held to ``settings.max_pending_jobs`` jobs pending or running at once.
+
         Raises:
+            TooManyPendingJobs: the token is at its limit (nothing is stored).
             InvalidInputError: the spec is invalid (nothing is stored).
             StorageError: the database failed.
         """
-        job_id = create_job(self.dbe, spec, executor_factory=self.executors)
-        self._set_stat(job_id, ORIGIN_KEY, "api")
+        if submitted_by is not None:
+            with self._submit_lock:
+                pending = self.pending_jobs(submitted_by) + self._reserved.get(submitted_by, 0)
+                if pending >= self.settings.max_pending_jobs:
+                    raise TooManyPendingJobs(submitted_by, pending, self.settings.max_pending_jobs)
+                self._reserved[submitted_by] = self._reserved.get(submitted_by, 0) + 1
+        try:
+            job_id = create_job(self.dbe, spec, executor_factory=self.executors)
+            with db.session_scope(self.dbe) as s:
+                job = db.get_job(s, job_id)
+                job.stats[ORIGIN_KEY] = "api"
+                job.submitted_by = submitted_by
+        finally:
+            if submitted_by is not None:
+                with self._submit_lock:
+                    self._reserved[submitted_by] -= 1
         self._enqueue(job_id, spec.testbed)
         return job_id
+
+    def pending_jobs(self, token: str) -> int:
+        """How many jobs the token called ``token`` submitted are pending, running or waiting."""
+        with db.session_scope(self.dbe) as s:
+            return int(s.scalar(select(func.count()).select_from(db.Job).where(
+                db.Job.submitted_by == token, db.Job.state.in_(PENDING_STATES))) or 0)
 
     def resume_unfinished(self) -> list[int]:
         """Queue every unfinished job of the service, oldest first; return their ids."""
@@ -110,11 +156,14 @@ class JobManager:
             log.info("resuming jobs %s", ", ".join(map(str, resumed)))
         return resumed
 
-    def cancel(self, job_id: int) -> bool:
+    def cancel(self, job_id: int, cancelled_by: str | None = None) -> bool:
         """Cancel a job of this service that has not ended.
 
         A queued job is cancelled at once. A running job stops after the trial in flight
         (its settings restored) and then ends ``cancelled``.
+
+        Args:
+            cancelled_by: the name of the token that cancels it, recorded with the job.
 
         Returns:
             True when the job is still stopping, False when it is already cancelled.
@@ -132,7 +181,10 @@ class JobManager:
                     if job_id in lane.queue:
                         lane.queue.remove(job_id)
         if stop is not None:
-            self._set_stat(job_id, CANCEL_KEY, True)
+            with db.session_scope(self.dbe) as s:
+                job = db.get_job(s, job_id)
+                job.stats[CANCEL_KEY] = True
+                job.cancelled_by = cancelled_by
             self.notifier.notify(job_id)
             return True
         with db.session_scope(self.dbe) as s:
@@ -141,7 +193,7 @@ class JobManager:
                 raise JobError(f"job {job_id} is already {job.state}")
             if job.state == "running" and job.stats.get(ORIGIN_KEY) != "api":
                 raise JobError(f"job {job_id} runs in another process (started from the CLI); stop it there")
-        self._mark_cancelled(job_id)
+        self._mark_cancelled(job_id, cancelled_by)
         return False
 
     def queue_position(self, job_id: int) -> int | None:
@@ -310,13 +362,15 @@ class JobManager:
             # Test-only pacing; waiting on `stop` keeps cancel and shutdown prompt.
             stop.wait(self.settings.trial_delay_s)
 
-    def _mark_cancelled(self, job_id: int) -> None:
+    def _mark_cancelled(self, job_id: int, cancelled_by: str | None = None) -> None:
         with db.session_scope(self.dbe) as s:
             job = db.get_job(s, job_id)
             if job.state not in FINAL_STATES:
                 db.reset_running_trials(s, job_id)
                 db.set_job_state(s, job, "cancelled")
                 job.stats[CANCEL_KEY] = True
+                if cancelled_by is not None:
+                    job.cancelled_by = cancelled_by
         self.notifier.notify(job_id)
 
     def _fail_if_unfinished(self, job_id: int, error: str) -> None:
@@ -325,10 +379,3 @@ class JobManager:
             if job.state not in FINAL_STATES:
                 db.reset_running_trials(s, job_id)
                 db.set_job_state(s, job, "failed", error=error)
-
-    def _set_stat(self, job_id: int, key: str, value: object) -> None:
-        with db.session_scope(self.dbe) as s:
-            # Keep a reference: the session tracks a MutableDict's change through its parent,
-            # which it holds only weakly until the change is recorded.
-            job = db.get_job(s, job_id)
-            job.stats[key] = value

@@ -34,6 +34,11 @@ class ApiSettings(BaseSettings):
             (their targets are still checked against the appliers' rules before any host
             command).
         max_budget: largest ``budget`` a client may ask for.
+        max_pending_jobs: jobs one token may have pending or running at once (429 above).
+        max_streams_per_token: event streams one token may have open at once (429 above).
+        max_streams: event streams the service keeps open at once, all tokens together.
+        token_recheck_s: how often an open event stream checks that its token still works
+            (it ends when the token is revoked or expires).
         trial_delay_s: pause after every new trial (tests use it to slow a simulated job
             down deterministically; 0 in production).
         resume_jobs: resume the service's unfinished jobs at start.
@@ -63,6 +68,10 @@ class ApiSettings(BaseSettings):
     testbeds: list[str] = Field(default_factory=list)
     inline_spaces_on_hosts: bool = False
     max_budget: int = Field(default=10_000, ge=1)
+    max_pending_jobs: int = Field(default=10, ge=1)
+    max_streams_per_token: int = Field(default=8, ge=1)
+    max_streams: int = Field(default=32, ge=1)
+    token_recheck_s: float = Field(default=5.0, gt=0.0)
     trial_delay_s: float = Field(default=0.0, ge=0.0)
     resume_jobs: bool = True
     events_poll_s: float = Field(default=1.0, gt=0.0)

@@ -20,11 +20,12 @@ from nictune.api.settings import ApiSettings
 from nictune.errors import InvalidInputError, UnknownNameError
 from nictune.jobs import JobSpec
 from nictune.jobs.stopping import parse_duration
+from nictune.measure.appliers.registry import load_checked_space
 from nictune.measure.sim import PROFILES
 from nictune.measure.workload_spec import Source, with_options
 from nictune.measure.workloads import BUILTIN_NAMES, resolve_entry
 from nictune.optimizer import ENGINES, MetricConstraint, Param, get_objective
-from nictune.search_spaces import builtin_names, space_from_dict
+from nictune.search_spaces import builtin_names
 
 #: The service's own bounds on numeric engine parameters, within each parameter's range.
 PARAM_LOW, PARAM_HIGH = 0, 1000
@@ -152,7 +153,9 @@ def build_spec(body: JobCreate, settings: ApiSettings) -> JobSpec:
             raise InvalidInputError("inline space definitions are accepted for simulated testbeds only; "
                                     "use a built-in space", field="space", allowed=", ".join(builtin_names()))
         try:
-            space_from_dict(dict(body.space))
+            # The one check `nictune spaces validate` makes (caps first, then every setting against
+            # the appliers' rules), whatever the testbed: before any engine is built.
+            load_checked_space(dict(body.space))
         except InvalidInputError as exc:
             raise InvalidInputError(f"inline space: {exc}", field=f"space.{exc.field}" if exc.field else "space",
                                     allowed=exc.allowed) from None

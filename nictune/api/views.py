@@ -157,6 +157,7 @@ def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | No
         engine_params=dict(job.engine_params), budget=job.budget, repeats=job.repeats, seed=job.seed,
         created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at, error=job.error,
         cancel_requested=cancel and job.state not in ("completed", "failed"),
+        submitted_by=job.submitted_by, cancelled_by=job.cancelled_by,
         queue_position=manager.queue_position(job.id) if manager is not None else None,
         waiting_for=manager.waiting_for(job.id) if manager is not None and job.state == "waiting" else None,
         notices=[str(n) for n in job.stats.get("notices") or []],

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from nictune.errors import InvalidInputError
 from nictune.formatting import format_number
-from nictune.measure._base import METRICS, Testbed
+from nictune.measure import METRICS, Testbed
 
 # No console markup: what nictune prints holds user input, host output and error texts, where
 # "[/etc]" or "[bold]" are text (as markup, one was dropped and the other crashed the CLI).

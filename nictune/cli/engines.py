@@ -11,8 +11,7 @@ from rich.text import Text
 
 from nictune.cli._common import console, print_json
 from nictune.errors import UnknownNameError
-from nictune.optimizer import ENGINES
-from nictune.optimizer._base import Param
+from nictune.optimizer import ENGINES, Param
 
 app = typer.Typer(help="List the search engines and the parameters each accepts (optimize --param NAME=VALUE).",
                   no_args_is_help=True)

@@ -21,6 +21,7 @@ from nictune.cli.remote import (
     job_report_remote,
 )
 from nictune.cli.results import (
+    objective_heading,
     print_baselines,
     print_best,
     print_front,
@@ -154,13 +155,6 @@ def trials_table(report: dict[str, Any], rows: list[dict[str, Any]]) -> Table:
                       str(r.get("repeats") or "-"), *(_objective_cell(o, m) for o in objectives),
                       *(fmt(m[k]) if k in m else "-" for k in metrics), changed)
     return table
-
-
-def objective_heading(objective: Any) -> str:
-    """A table header for an objective: its label, and its unit on a second line."""
-    name = label(objective.metric) if objective.per is None else objective.label
-    shown = unit(objective.metric) if objective.per is None else objective.unit
-    return f"{name}\n{shown}".rstrip()
 
 
 def _cell(metrics: dict[str, float], name: str) -> str:

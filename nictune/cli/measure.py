@@ -28,11 +28,11 @@ from nictune.cli.workload_options import (
     WORKLOAD_HELP,
     workload_options,
 )
-from nictune.measure._base import ignored_knobs_notice
+from nictune.measure import ignored_knobs_notice
+from nictune.measure.appliers.registry import load_checked_space
 from nictune.measure.registry import DEFAULT_TESTBED, open_testbed
 from nictune.measure.workloads import resolve_workload
 from nictune.metrics import METRICS, heading
-from nictune.search_spaces import load_space
 
 
 def measure(
@@ -75,7 +75,7 @@ def measure(
         with open_testbed(testbed, noise=noise, recover_journal=not dry_run) as bed:
             for notice in bed.notices:
                 err_console.print(notice)
-            sp = load_space(space or bed.default_space())
+            sp, _ = load_checked_space(space or bed.default_space())
             config = sp.configuration(parse_assignments(set_), base=profile)
             defaults = sp.default()
             ignored = [k for k in bed.ignored_knobs(sp) if config.get(k) != defaults.get(k)]

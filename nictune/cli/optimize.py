@@ -59,9 +59,10 @@ from nictune.jobs.dryrun import dry_run_job
 from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE, INT32_MAX
 from nictune.jobs.stopping import check_stop_options, parse_duration
 from nictune.jobs.trial_log import LineContext, trial_line
+from nictune.measure.appliers.registry import load_checked_space
 from nictune.measure.registry import DEFAULT_TESTBED
 from nictune.optimizer import ENGINES, OBJECTIVES, get_objective
-from nictune.search_spaces import builtin_names, load_space
+from nictune.search_spaces import builtin_names
 
 
 def _parse_params(items: list[str]) -> dict[str, Any]:
@@ -237,7 +238,7 @@ def _remote_space(space: str | None) -> str | dict[str, Any] | None:
     service reads no files of its clients), checked here first."""
     if space is None or space in builtin_names() or not Path(space).is_file():
         return space
-    return load_space(space).definition
+    return load_checked_space(space)[0].definition
 
 
 #: What a resumed job may be told: where its database is and how to print.

@@ -11,15 +11,20 @@ from rich.table import Table
 from nictune.cli._common import SIM_NOTE, console, fmt
 from nictune.formatting import changed_text, format_interval
 from nictune.jobs.baselines import comparison_rows
-from nictune.metrics import METRICS, heading
+from nictune.metrics import METRICS, heading, label, unit
 from nictune.optimizer import get_objective
+
+
+def objective_heading(objective: Any) -> str:
+    """A table header for an objective: its label, and its unit on a second line."""
+    name = label(objective.metric) if objective.per is None else objective.label
+    shown = unit(objective.metric) if objective.per is None else objective.unit
+    return f"{name}\n{shown}".rstrip()
 
 
 def print_front(report: dict[str, Any]) -> None:
     """The Pareto front of a multi-objective job (``job_report``'s ``front``): each member's
     objectives (with units) and what it changed from the default, the recommended one starred."""
-    from nictune.cli.history import objective_heading
-
     objectives = [get_objective(name) for name in report["objectives"]]
     n = len(report["front"])
     default = report.get("default_config") or {}

@@ -110,10 +110,9 @@ def validate(path: Path = typer.Argument(..., help="YAML file of a search space.
                                 allowed="a YAML file such as 'nictune spaces show NAME --definition' prints")
     if not path.is_file():
         raise InvalidInputError(f"no such file: {path}", field="FILE", allowed="a readable YAML file")
-    from nictune.measure.appliers.registry import check_space
+    from nictune.measure.appliers.registry import load_checked_space
 
-    space = load_space(str(path))
-    sim_only = check_space(space)
+    space, sim_only = load_checked_space(str(path))
     size = space.size()
     console.print(Text.assemble(
         ("valid", "green"), f": space {space.name!r}, {len(space.knobs)} knobs, "

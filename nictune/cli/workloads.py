@@ -22,8 +22,7 @@ from nictune.cli.workload_options import (
     STREAMS_OPTION,
     workload_options,
 )
-from nictune.measure import sockperf
-from nictune.measure._base import LatencyProbe, Workload
+from nictune.measure import LatencyProbe, Workload, sockperf
 from nictune.measure.iperf3 import iperf3_commands
 from nictune.measure.workload_spec import definition_of, format_bitrate
 from nictune.measure.workloads import BUILTINS, resolve_entry

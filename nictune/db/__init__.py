@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from nictune.db import auth  # noqa: F401 - registers the api_tokens table on Base.metadata
 from nictune.db._json import canonical_json, content_hash
-from nictune.db.migrate import alembic_config, current_revision, head_revision, upgrade
+from nictune.db.migrate import alembic_config, current_revision, head_revision, open_database, upgrade
 from nictune.db.models import (
     MAIN_METRICS,
     TESTBED_KINDS,
@@ -49,7 +49,7 @@ from nictune.db.repository import (
     start_trial,
     workload_names,
 )
-from nictune.db.session import default_url, make_engine, open_database, resolve_url, session_scope, sqlite_path
+from nictune.db.session import default_url, make_engine, resolve_url, session_scope, sqlite_path
 
 __all__ = [
     "MAIN_METRICS",

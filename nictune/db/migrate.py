@@ -3,7 +3,9 @@
 No ``alembic.ini`` in the working directory is needed or read. :func:`upgrade` runs in
 one transaction under a lock (a PostgreSQL advisory lock; SQLite's write lock taken by
 ``BEGIN IMMEDIATE``), so concurrent first runs do not race to create the schema and an
-interrupted upgrade leaves the previous schema in place.
+interrupted upgrade leaves the previous schema in place. :func:`open_database` opens a
+database and upgrades it; :mod:`nictune.db.session` makes engines and never touches the
+schema (it does not import this module).
 """
 
 from __future__ import annotations
@@ -154,3 +156,26 @@ def current_revision(target: str | URL | Engine | None = None) -> str | None:
     finally:
         if owned:
             engine.dispose()
+
+
+def open_database(url: str | URL | None = None) -> Engine:
+    """Open the database at ``url``, creating or upgrading its schema to the newest.
+
+    Safe to call from several processes at once: the migration takes a lock first.
+
+    Args:
+        url: a SQLAlchemy URL; :func:`~nictune.db.session.default_url` when ``None``.
+
+    Returns:
+        An engine for the up-to-date database.
+
+    Raises:
+        StorageError: the database cannot be reached or migrated.
+    """
+    engine = make_engine(url)
+    try:
+        upgrade(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine

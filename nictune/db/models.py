@@ -188,6 +188,10 @@ class Job(Base):
     # Mutable: ``job.stats["measured"] += 1`` is noticed and written on commit.
     stats: Mapped[dict[str, Any]] = mapped_column(MutableDict.as_mutable(SafeJSON), default=dict)
     best_trial_id: Mapped[int | None]
+    #: The name of the API token that submitted the job, and of the one that cancelled it
+    #: (``None`` for the CLI's own jobs).
+    submitted_by: Mapped[str | None] = mapped_column(String(64))
+    cancelled_by: Mapped[str | None] = mapped_column(String(64))
 
     testbed: Mapped[Testbed] = relationship()
     workload: Mapped[Workload] = relationship()

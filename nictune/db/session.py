@@ -124,7 +124,7 @@ def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
         **kwargs: passed to :func:`sqlalchemy.create_engine`.
 
     Returns:
-        The engine. The schema is not touched; see :func:`open_database`.
+        The engine. The schema is not touched; see :func:`~nictune.db.migrate.open_database`.
 
     Raises:
         StorageError: the URL is invalid or its driver is not installed.
@@ -172,7 +172,7 @@ def session_scope(engine: Engine) -> Iterator[Session]:
     read ``job.id`` once the job is committed.
 
     Args:
-        engine: from :func:`make_engine` or :func:`open_database`.
+        engine: from :func:`make_engine` or :func:`~nictune.db.migrate.open_database`.
 
     Yields:
         A session bound to ``engine``.
@@ -199,28 +199,3 @@ def _rollback_quietly(session: Session) -> None:
     # A rollback on a dead connection raises too; the first error is the one to report.
     with contextlib.suppress(SQLAlchemyError):
         session.rollback()
-
-
-def open_database(url: str | URL | None = None) -> Engine:
-    """Open the database at ``url``, creating or upgrading its schema to the newest.
-
-    Safe to call from several processes at once: the migration takes a lock first.
-
-    Args:
-        url: a SQLAlchemy URL; :func:`default_url` when ``None``.
-
-    Returns:
-        An engine for the up-to-date database.
-
-    Raises:
-        StorageError: the database cannot be reached or migrated.
-    """
-    from nictune.db.migrate import upgrade  # migrate imports this module
-
-    engine = make_engine(url)
-    try:
-        upgrade(engine)
-    except BaseException:
-        engine.dispose()
-        raise
-    return engine

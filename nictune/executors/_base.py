@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nictune.errors import MeasurementError
-from nictune.measure._base import TrialResult, Workload
+from nictune.measure import TrialResult, Workload
 from nictune.search_spaces import Configuration, SearchSpace, space_from_dict
 
 

@@ -31,7 +31,7 @@ from nictune.executors.celery_app import MEASURE_TASK, CelerySettings, make_cele
 from nictune.executors.local import LocalExecutor
 from nictune.executors.registry import PoolRecord, Registry, WorkerRecord
 from nictune.executors.wire import result_from_dict
-from nictune.measure._base import TrialResult
+from nictune.measure import TrialResult
 from nictune.search_spaces import SearchSpace
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from nictune.executors._base import Executor, MeasureRequest
-from nictune.measure._base import Testbed, TrialResult
+from nictune.measure import Testbed, TrialResult
 from nictune.measure.registry import open_testbed
 from nictune.search_spaces.space import SearchSpace
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from nictune.errors import MeasurementError
-from nictune.measure._base import Sample, TrialResult
+from nictune.measure import Sample, TrialResult
 
 
 def result_to_dict(result: TrialResult) -> dict[str, Any]:

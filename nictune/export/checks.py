@@ -7,12 +7,16 @@ for the configuration's values and for the recorded values a rollback puts back.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from nictune.errors import InvalidInputError
 from nictune.export import _safe
 from nictune.export.source import Item
 from nictune.measure.appliers.ethtool import COALESCE_INTS
-from nictune.search_spaces import Family
+from nictune.measure.appliers.registry import APPLIERS
+from nictune.measure.validation import check_sysctl_key
+from nictune.search_spaces import Family, Setting, builtin_names, load_space
 
 #: ethtool targets -> the label ``ethtool -g/-l/-a`` prints for them.
 RINGS = {"rx": "RX", "rx-mini": "RX Mini", "rx-jumbo": "RX Jumbo", "tx": "TX"}
@@ -42,12 +46,47 @@ def _what(item: Item) -> str:
     return f"knob {item.knob!r} ({item.family.value} {item.target})"
 
 
+@functools.cache
+def allowed_module_params() -> frozenset[str]:
+    """``MODULE.PARAMETER`` of every driver option a built-in space names: the only ones an
+    export writes (``[modules]`` of a TuneD profile is loaded as root by every host it goes to,
+    and no applier checks a module option, so a client's space may not add one)."""
+    found: set[str] = set()
+    for name in builtin_names():
+        for knob in load_space(name).knobs.values():
+            settings = [*(s for group in knob.settings.values() for s in group),
+                        *([Setting(knob.family, knob.target, knob.default)] if knob.target else [])]
+            found.update(s.target for s in settings if s.family is Family.MODULE_PARAM)
+    return frozenset(found)
+
+
+def _applier_rules(item: Item) -> None:
+    """The measurement's own check of the item's family, target and value (the appliers'
+    allow-lists and value ranges): an export writes nothing a measurement would refuse.
+
+    Raises:
+        InvalidInputError: naming the knob, what it sets and what is allowed.
+    """
+    applier = APPLIERS.get(item.family)
+    if applier is None:
+        return
+    try:
+        applier.normalize(Setting(item.family, item.target, item.value, item.index, item.device))
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{_what(item)} cannot be exported: {exc}", field=_what(item),
+                                allowed=exc.allowed) from None
+
+
 def target(item: Item) -> str:
     """The item's target, checked for its family."""
     what = _what(item)
     fam = item.family
     if fam is Family.SYSCTL:
-        return _safe.matching(what, item.target, _safe.SYSCTL_KEY_RE, "a sysctl key such as net.core.rmem_max")
+        key = _safe.matching(what, item.target, _safe.SYSCTL_KEY_RE, "a sysctl key such as net.core.rmem_max")
+        try:
+            return check_sysctl_key(key)  # the sysctl applier's allow-list
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{what} cannot be exported: {exc}", field=what, allowed=exc.allowed) from None
     if fam is Family.IP_LINK:
         return _safe.one_of(what, item.target, list(IP_LINK))
     if fam is Family.ETHTOOL_RINGS:
@@ -70,6 +109,9 @@ def target(item: Item) -> str:
         module, _, param = item.target.partition(".")
         _safe.matching(what, module, _safe.MODULE_RE, "MODULE.PARAMETER")
         _safe.matching(what, param, _safe.MODULE_RE, "MODULE.PARAMETER")
+        allowed = allowed_module_params()
+        if item.target not in allowed:
+            raise _safe.refuse(what, item.target, "a driver option of a built-in space: " + ", ".join(sorted(allowed)))
         return item.target
     return _safe.token(what, item.target)
 
@@ -86,6 +128,8 @@ def checked(item: Item, value: Any = _OWN) -> str:
     v = item.value if value is _OWN else value
     what = _what(item)
     tgt = target(item)
+    if value is _OWN:
+        _applier_rules(item)
     fam = item.family
     if fam is Family.SYSCTL:
         if isinstance(v, tuple | list):
@@ -108,8 +152,8 @@ def checked(item: Item, value: Any = _OWN) -> str:
         if tgt in COALESCE_SWITCHES:
             return _safe.on_off(what, v)
         return _safe.integer(what, v, 0, _ETHTOOL_INT_MAX)
-    if fam is Family.MODULE_PARAM and isinstance(v, bool):
-        return "1" if v else "0"
+    if fam is Family.MODULE_PARAM:
+        return "1" if v is True else "0" if v is False else _safe.integer(what, v, 0, 2**31 - 1)
     return _safe.token(what, v)
 
 
@@ -129,6 +173,7 @@ __all__ = [
     "IP_LINK",
     "PAUSE",
     "RINGS",
+    "allowed_module_params",
     "checked",
     "device",
     "target",

@@ -297,6 +297,7 @@ def render_scripts(src: ExportSource, apply_name: str = "apply.sh", rollback_nam
     if sysctls:
         notes.append(f"# sysctls are not set here: nictune export {src.job_id} --format sysctl (or tuned)")
         for i in sysctls:
+            checks.checked(i)  # a key outside the allow-list is refused, not even named in a comment
             value = " ".join(map(str, i.value)) if isinstance(i.value, tuple) else str(i.value)
             field = f"[{i.index}]" if i.index is not None else ""
             notes.append(f"#   {_safe.comment(f'{i.target}{field} = {value} (knob {i.knob})')}")

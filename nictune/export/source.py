@@ -17,8 +17,7 @@ from nictune import __version__
 from nictune.errors import InvalidInputError
 from nictune.export import _safe
 from nictune.report.data import SIMULATED_NOTE, JobData, gain, load_job
-from nictune.search_spaces import Family, SearchSpace
-from nictune.search_spaces._base import SettingValue
+from nictune.search_spaces import Family, SearchSpace, SettingValue
 
 #: The side whose recorded values the rollback uses first (the script runs on one host).
 _SIDES = ("receiver", "sender")

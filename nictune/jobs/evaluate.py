@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine as DbEngine
 from nictune import db
 from nictune.errors import MeasurementError
 from nictune.executors import Executor, MeasurementWithdrawn, MeasureRequest
-from nictune.measure._base import Workload
+from nictune.measure import Workload
 from nictune.optimizer import Goal, Score
 from nictune.optimizer.fidelity import Calibration, Screen, ShortRunRule, interval_sigma
 from nictune.optimizer.pareto import MultiScore

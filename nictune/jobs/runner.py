@@ -27,21 +27,20 @@ from typing import Any
 from sqlalchemy.engine import Engine as DbEngine
 
 from nictune import db
-from nictune.errors import InvalidInputError, JobError, UnknownNameError
+from nictune.errors import InvalidInputError, JobError, SpaceDefinitionError, UnknownNameError
 from nictune.executors import Executor, LocalExecutor
 from nictune.jobs import warm
 from nictune.jobs.evaluate import JobContext, Race, TrialEvent, evaluate, remeasure, summary_of
 from nictune.jobs.stopping import StopRules, check_stop_options, stop_text
-from nictune.measure._base import LATENCY_METRICS, METRICS, UNMEASURED, Workload, ignored_knobs_notice
-from nictune.measure.appliers.registry import check_space
+from nictune.measure import LATENCY_METRICS, METRICS, UNMEASURED, Workload, ignored_knobs_notice
+from nictune.measure.appliers.registry import load_checked_space
 from nictune.measure.sim.testbed import check_modelled
 from nictune.measure.workloads import resolve_workload
-from nictune.optimizer import ENGINES, OBJECTIVES, Goal, Score, make_engine
-from nictune.optimizer._base import Engine
+from nictune.optimizer import ENGINES, OBJECTIVES, Engine, Goal, Score, make_engine
 from nictune.optimizer.fidelity import DEFAULT_RISK, ShortRunRule
 from nictune.optimizer.pareto import pareto_front, recommend_from_front
 from nictune.optimizer.racing import RacingPolicy
-from nictune.search_spaces import Configuration, SearchSpace, load_space, space_from_dict
+from nictune.search_spaces import Configuration, SearchSpace, space_from_dict
 
 __all__ = ["JobOutcome", "JobRunner", "JobSpec", "Prepared", "TrialEvent", "create_job", "default_engine",
            "summary_of"]
@@ -154,11 +153,17 @@ def start_configs(space: SearchSpace) -> list[Configuration]:
 
 
 def _load_space(spec_space: str | Mapping[str, Any] | None, executor: Executor) -> SearchSpace:
-    if spec_space is None:
-        return load_space(executor.default_space())
-    if isinstance(spec_space, str):
-        return load_space(spec_space)
-    return space_from_dict(dict(spec_space))
+    """The job's space, through the one check ``spaces validate`` makes, whatever the testbed."""
+    source = executor.default_space() if spec_space is None else spec_space
+    try:
+        space, sim_only = load_checked_space(source)
+    except (SpaceDefinitionError, UnknownNameError):
+        raise
+    except InvalidInputError as exc:  # a setting no host would take: the knob and its value
+        name = source if isinstance(source, str) else source.get("name")
+        raise InvalidInputError(f"space {name!r}: {exc}", field="space", allowed=exc.allowed) from None
+    _check_settable(space, sim_only, executor)
+    return space
 
 
 def _check_engine(engine: str, objectives: Sequence[str]) -> None:
@@ -206,7 +211,6 @@ def check_spec(spec: JobSpec, executor: Executor, *, probe: bool = True) -> Chec
     if executor.kind == "sim":
         check_modelled(workload)
     space = _load_space(spec.space, executor)
-    _check_settable(space, executor)
     if probe:
         _check_supported(space, executor, spec.space)
     # Fails early on unknown engines and bad parameters.
@@ -350,20 +354,16 @@ def _final_race_runs(ctx: JobContext) -> int:
     return ctx.policy.final_race + max(0, ctx.repeats - 2)
 
 
-def _check_settable(space: SearchSpace, executor: Executor) -> None:
-    """On a real testbed, refuse a space whose knobs stand for settings no host would take
-    (a malformed sysctl key, a value out of range, a family only the simulator has), before
+def _check_settable(space: SearchSpace, sim_only: Mapping[str, str], executor: Executor) -> None:
+    """On a real testbed, refuse a space with knobs of a family only the simulator has, before
     the job is stored: otherwise every trial would fail at its measurement's own check.
+    (Settings no host would take are refused on every testbed, by :func:`load_checked_space`.)
 
     Raises:
-        InvalidInputError: naming ``space``, the knob and its value.
+        InvalidInputError: naming ``space`` and the knobs.
     """
     if executor.kind == "sim":
         return
-    try:
-        sim_only = check_space(space)
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"space {space.name!r}: {exc}", field="space", allowed=exc.allowed) from None
     if sim_only:
         name, why = next(iter(sim_only.items()))
         raise InvalidInputError(f"space {space.name!r}: {executor.testbed} cannot set {', '.join(sim_only)} "

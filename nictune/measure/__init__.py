@@ -9,7 +9,17 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from nictune.measure._base import METRICS, Sample, Testbed, TrialResult, Workload
+from nictune.measure._base import (
+    LATENCY_METRICS,
+    METRICS,
+    UNMEASURED,
+    LatencyProbe,
+    Sample,
+    Testbed,
+    TrialResult,
+    Workload,
+    ignored_knobs_notice,
+)
 
 # The host-facing parts (subprocess, SSH, namespaces) load on first use, so that importing
 # the interfaces (as the optimizer does, for METRICS) stays free of process machinery.
@@ -33,11 +43,14 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "APPLIERS",
     "GLOBAL_SYSCTLS",
+    "LATENCY_METRICS",
     "METRICS",
+    "UNMEASURED",
     "Applier",
     "Endpoints",
     "Host",
     "Journal",
+    "LatencyProbe",
     "LocalHost",
     "NetnsHost",
     "PairSpec",
@@ -55,6 +68,7 @@ __all__ = [
     "Workload",
     "applier_for",
     "check_pair",
+    "ignored_knobs_notice",
     "list_pairs",
     "load_pair",
     "probe_settings",

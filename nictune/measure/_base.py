@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from nictune.metrics import LATENCY_METRICS as _LATENCY_METRICS
 from nictune.metrics import METRICS as _METRICS
-from nictune.search_spaces._base import Setting
+from nictune.search_spaces import Setting
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from nictune.measure.dryrun import DryRun
+    from nictune.measure.planning import DryRun
     from nictune.search_spaces.space import SearchSpace
 
 Protocol = Literal["tcp", "udp"]

@@ -5,107 +5,40 @@
 <nictune.measure.transaction.Trial.run>` (validation, :func:`plan`, snapshot, apply, verify,
 reachability, the iperf3 and sockperf argv, restore) without its locks and its journal, so the commands
 it returns are the ones a real trial then executes, with the values read now.
+
+Its result types (:class:`DryRun`, :class:`TrialPlan`) live in :mod:`nictune.measure.planning`,
+next to the planned commands, so that the Testbed interface names them without importing the
+planner (which imports the trial); they are re-exported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from nictune.measure._base import Workload
 from nictune.measure.appliers import applier_for, validate_settings
 from nictune.measure.benchmark import Endpoints
 from nictune.measure.busy import busy_commands
-from nictune.measure.hosts import Host, NetnsHost, is_global_sysctl
-from nictune.measure.hosts.netns import sysctl_key
+from nictune.measure.hosts import Host, NetnsHost
 from nictune.measure.iperf3 import benchmark_argvs as iperf3_argvs
 from nictune.measure.journal import Journal
-from nictune.measure.planning import PlannedCommand, PlannedState, PlanningHost
+from nictune.measure.planning import (
+    PHASES,
+    DryRun,
+    PlannedCommand,
+    PlannedState,
+    PlanningHost,
+    TrialPlan,
+    command_dict,
+    is_write,
+    scope,
+)
 from nictune.measure.sockperf import benchmark_argvs as sockperf_argvs
 from nictune.measure.transaction import Trial, pinning, plan
 from nictune.measure.validation import parse_cpu_list
-from nictune.search_spaces._base import Setting
-
-#: The phases of a trial, in the order a trial runs them.
-PHASES = ("setup", "snapshot", "apply", "verify", "check", "benchmark", "restore", "teardown")
-#: Families whose settings are the machine's whatever host writes them.
-_MACHINE_PATHS = {"/proc/irq/": "IRQ affinity", "/sys/devices/system/cpu/": "CPU frequency governor"}
-
-
-def scope(cmd: PlannedCommand) -> tuple[bool, str]:
-    """``(machine_wide, what it changes)`` of a planned write or command."""
-    if cmd.path is not None:
-        key = sysctl_key(cmd.path)
-        if key is not None:
-            if is_global_sysctl(key):
-                return True, f"global sysctl {key}: one value for every namespace and process on {cmd.machine}"
-            if cmd.namespace:
-                return False, f"sysctl {key} of namespace {cmd.host.removeprefix('netns:')} only"
-            return True, f"sysctl {key} of {cmd.machine}'s own network namespace (every process in it)"
-        for prefix, what in _MACHINE_PATHS.items():
-            if cmd.path.startswith(prefix):
-                return True, f"{what} of {cmd.machine}"
-        if cmd.path.startswith("/sys/class/net/"):
-            return False, f"device {cmd.path.split('/')[4]} on {cmd.host}"
-    if cmd.argv[:1] in (["ethtool"], ["ip"], ["tc"]) and "dev" in cmd.argv:
-        return False, f"device {cmd.argv[cmd.argv.index('dev') + 1]} on {cmd.host}"
-    if cmd.argv[:1] == ["ethtool"] and len(cmd.argv) > 2:
-        return False, f"device {cmd.argv[2]} on {cmd.host}"
-    return False, ""
-
-
-def command_dict(cmd: PlannedCommand) -> dict[str, Any]:
-    """A planned command as plain data, with its scope."""
-    wide, what = scope(cmd)
-    return cmd.as_dict() | {"machine_wide": wide, "scope": what}
-
-
-@dataclass
-class TrialPlan:
-    """What one trial would do.
-
-    Attributes:
-        label: which configuration (``default``, ``baseline``, ``--set ...``).
-        settings: the validated settings, as the hosts get them.
-        hosts: side -> host name.
-        commands: every read, write, command and process in the order the trial takes them.
-        repeats: how many times the benchmark would run.
-        problems: what the restore would not put back (empty when the plan restores all).
-        config: the configuration, knob -> value, when it comes from a space.
-    """
-
-    label: str
-    settings: list[dict[str, Any]]
-    hosts: dict[str, str]
-    commands: list[PlannedCommand]
-    repeats: int
-    problems: list[str] = field(default_factory=list)
-    config: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "config": self.config, "settings": self.settings, "hosts": self.hosts,
-                "repeats": self.repeats, "problems": self.problems,
-                "commands": [command_dict(c) for c in self.commands]}
-
-
-@dataclass
-class DryRun:
-    """What a measurement (or a job's first ones) would do on a testbed; nothing was changed."""
-
-    testbed: str
-    kind: str
-    simulated: bool
-    trials: list[TrialPlan] = field(default_factory=list)
-    setup: list[PlannedCommand] = field(default_factory=list)
-    teardown: list[PlannedCommand] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"dry_run": True, "testbed": self.testbed, "kind": self.kind, "simulated": self.simulated,
-                "notes": self.notes, "setup": [command_dict(c) for c in self.setup],
-                "trials": [t.as_dict() for t in self.trials],
-                "teardown": [command_dict(c) for c in self.teardown]}
+from nictune.search_spaces import Setting
 
 
 def setting_dict(s: Setting) -> dict[str, Any]:
@@ -181,11 +114,6 @@ def journal_notes(journal: Journal) -> list[str]:
         return []
     return [f"a crashed run left settings to restore on {journal.testbed} (journal {journal.path}): a real run "
             "restores them before anything else; the dry run leaves them as they are"]
-
-
-def is_write(cmd: PlannedCommand) -> bool:
-    """Whether the command changes something (or starts a process): what a dry run never runs."""
-    return cmd.action in ("write", "run", "start")
 
 
 __all__ = ["PHASES", "DryRun", "TrialPlan", "command_dict", "is_write", "journal_notes", "plan_trial",

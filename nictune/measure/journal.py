@@ -13,6 +13,7 @@ import json
 import os
 import re
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,12 +21,23 @@ from typing import Any
 
 import platformdirs
 
-from nictune.errors import InvalidInputError, NictuneError
+from nictune.errors import InvalidInputError, NictuneError, RestoreError
 from nictune.measure.appliers import applier_for
-from nictune.measure.hosts import LocalHost, host_from_spec
-from nictune.search_spaces._base import Family
+from nictune.measure.hosts import host_from_spec
+from nictune.search_spaces import Family
 
 VERSION = 1
+
+#: How to remove a resource a crashed trial had created, by the ``kind`` of its journal
+#: entry (``{"kind": "veth_pair", ...}``): each takes the entry and says what it removed.
+#: The module that creates a kind of resource registers its cleanup here
+#: (:func:`register_cleanup`): the journal itself knows no kind.
+CLEANUPS: dict[str, Callable[[dict[str, Any]], str]] = {}
+
+
+def register_cleanup(kind: str, cleanup: Callable[[dict[str, Any]], str]) -> None:
+    """Make :func:`replay_journal` remove resources of ``kind`` with ``cleanup``."""
+    CLEANUPS[kind] = cleanup
 
 
 def state_dir() -> Path:
@@ -189,15 +201,18 @@ def _as_settings(snapshot: Any) -> str:
 
 
 def _cleanup(record: dict[str, Any]) -> list[str]:
-    """Remove resources the crashed trial had created (veth pairs), after the restore."""
-    from nictune.measure.veth import VethPair  # late: veth imports the transaction
+    """Remove resources the crashed trial had created (veth pairs), after the restore, each
+    by the cleanup registered for its kind (:data:`CLEANUPS`).
 
+    Raises:
+        RestoreError: no cleanup is registered for a resource's kind (the journal is kept).
+    """
     done = []
     for res in record.get("resources", []):
-        if res.get("kind") == "veth_pair":
-            pair = VethPair(res["name"], host_from_spec(res.get("host") or LocalHost().spec()))
-            pair.down()
-            done.append(f"removed veth pair {pair.name}")
+        kind = res.get("kind")
+        if kind not in CLEANUPS:
+            raise RestoreError(f"no cleanup is registered for resources of kind {kind!r}")
+        done.append(CLEANUPS[kind](res))
     return done
 
 

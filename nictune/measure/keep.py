@@ -26,7 +26,7 @@ from nictune.measure.hosts import Host, NetnsHost, host_from_spec, is_global_sys
 from nictune.measure.journal import Journal, ReplayReport, replay_journal, state_dir
 from nictune.measure.locks import MACHINE_FAMILIES, testbed_locks
 from nictune.measure.transaction import Step, Trial, check_reachable, plan
-from nictune.search_spaces._base import Family, Setting
+from nictune.search_spaces import Family, Setting
 
 
 def applied_dir() -> Path:

@@ -33,7 +33,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
 from nictune.measure.hosts import Host, NetnsHost, is_global_sysctl
-from nictune.search_spaces._base import Family, Setting
+from nictune.search_spaces import Family, Setting
 
 log = logging.getLogger(__name__)
 

@@ -35,8 +35,7 @@ from nictune.measure.journal import Journal
 from nictune.measure.probe_space import unsupported_knobs
 from nictune.measure.transaction import Trial
 from nictune.measure.validation import check_device, check_int, check_token
-from nictune.search_spaces import SearchSpace
-from nictune.search_spaces._base import Setting
+from nictune.search_spaces import SearchSpace, Setting
 from nictune.yamlfile import not_a_mapping, parse_yaml
 
 if TYPE_CHECKING:

@@ -12,6 +12,10 @@ that a later read (the verify after an apply, the restore's "what is there now")
 applied values, as on the real host. That state is a model: sysctl and sysfs files hold the
 text written; ``ethtool``, ``ip link`` and ``tc`` show commands get the written fields
 patched into their real output.
+
+A dry run's result (:class:`DryRun`, one :class:`TrialPlan` per trial) is defined here too,
+next to the commands it lists, for the Testbed interface to name
+(:mod:`nictune.measure.dryrun` builds it).
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nictune.errors import MeasurementError
-from nictune.measure.hosts import DEFAULT_TIMEOUT, CommandResult, Host, NetnsHost, Process
+from nictune.measure.hosts import DEFAULT_TIMEOUT, CommandResult, Host, NetnsHost, Process, is_global_sysctl
+from nictune.measure.hosts.netns import sysctl_key
 
 #: Programs that only read.
 _READERS = frozenset({"cat", "tail", "test", "ls", "stat", "ss", "id", "true"})
@@ -237,3 +242,95 @@ class PlanningHost(Host):
             if kind is not None:
                 return json.dumps([{"kind": kind, "handle": "8001:", "root": True, "options": {}}])
         return out
+
+
+# ---------------------------------------------------------------- the dry run's result
+#: The phases of a trial, in the order a trial runs them.
+PHASES = ("setup", "snapshot", "apply", "verify", "check", "benchmark", "restore", "teardown")
+#: Families whose settings are the machine's whatever host writes them.
+_MACHINE_PATHS = {"/proc/irq/": "IRQ affinity", "/sys/devices/system/cpu/": "CPU frequency governor"}
+
+
+def scope(cmd: PlannedCommand) -> tuple[bool, str]:
+    """``(machine_wide, what it changes)`` of a planned write or command."""
+    if cmd.path is not None:
+        key = sysctl_key(cmd.path)
+        if key is not None:
+            if is_global_sysctl(key):
+                return True, f"global sysctl {key}: one value for every namespace and process on {cmd.machine}"
+            if cmd.namespace:
+                return False, f"sysctl {key} of namespace {cmd.host.removeprefix('netns:')} only"
+            return True, f"sysctl {key} of {cmd.machine}'s own network namespace (every process in it)"
+        for prefix, what in _MACHINE_PATHS.items():
+            if cmd.path.startswith(prefix):
+                return True, f"{what} of {cmd.machine}"
+        if cmd.path.startswith("/sys/class/net/"):
+            return False, f"device {cmd.path.split('/')[4]} on {cmd.host}"
+    if cmd.argv[:1] in (["ethtool"], ["ip"], ["tc"]) and "dev" in cmd.argv:
+        return False, f"device {cmd.argv[cmd.argv.index('dev') + 1]} on {cmd.host}"
+    if cmd.argv[:1] == ["ethtool"] and len(cmd.argv) > 2:
+        return False, f"device {cmd.argv[2]} on {cmd.host}"
+    return False, ""
+
+
+def command_dict(cmd: PlannedCommand) -> dict[str, Any]:
+    """A planned command as plain data, with its scope."""
+    wide, what = scope(cmd)
+    return cmd.as_dict() | {"machine_wide": wide, "scope": what}
+
+
+@dataclass
+class TrialPlan:
+    """What one trial would do.
+
+    Attributes:
+        label: which configuration (``default``, ``baseline``, ``--set ...``).
+        settings: the validated settings, as the hosts get them.
+        hosts: side -> host name.
+        commands: every read, write, command and process in the order the trial takes them.
+        repeats: how many times the benchmark would run.
+        problems: what the restore would not put back (empty when the plan restores all).
+        config: the configuration, knob -> value, when it comes from a space.
+    """
+
+    label: str
+    settings: list[dict[str, Any]]
+    hosts: dict[str, str]
+    commands: list[PlannedCommand]
+    repeats: int
+    problems: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "config": self.config, "settings": self.settings, "hosts": self.hosts,
+                "repeats": self.repeats, "problems": self.problems,
+                "commands": [command_dict(c) for c in self.commands]}
+
+
+@dataclass
+class DryRun:
+    """What a measurement (or a job's first ones) would do on a testbed; nothing was changed."""
+
+    testbed: str
+    kind: str
+    simulated: bool
+    trials: list[TrialPlan] = field(default_factory=list)
+    setup: list[PlannedCommand] = field(default_factory=list)
+    teardown: list[PlannedCommand] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"dry_run": True, "testbed": self.testbed, "kind": self.kind, "simulated": self.simulated,
+                "notes": self.notes, "setup": [command_dict(c) for c in self.setup],
+                "trials": [t.as_dict() for t in self.trials],
+                "teardown": [command_dict(c) for c in self.teardown]}
+
+
+
+def is_write(cmd: PlannedCommand) -> bool:
+    """Whether the command changes something (or starts a process): what a dry run never runs."""
+    return cmd.action in ("write", "run", "start")
+
+
+__all__ = ["PHASES", "DryRun", "PlannedCommand", "PlannedState", "PlanningHost", "TrialPlan", "command_dict",
+           "is_read_only", "is_write", "scope"]

@@ -9,7 +9,7 @@ from nictune.errors import NictuneError
 from nictune.measure.appliers import applier_for
 from nictune.measure.benchmark import Endpoints
 from nictune.measure.hosts import Host
-from nictune.search_spaces._base import Family, Setting, split_target
+from nictune.search_spaces import Family, Setting, split_target
 
 
 class ProbeRow(NamedTuple):

@@ -37,7 +37,7 @@ from nictune.measure.sockperf import PACKAGE as SOCKPERF_PACKAGE
 from nictune.measure.sockperf import check_probe, run_sockperf
 from nictune.measure.topology import resolve_placement
 from nictune.measure.validation import parse_cpu_list
-from nictune.search_spaces._base import Family, Setting
+from nictune.search_spaces import Family, Setting
 
 log = logging.getLogger(__name__)
 

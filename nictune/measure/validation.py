@@ -16,6 +16,22 @@ from nictune.errors import InvalidInputError
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
 DEVICE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 SYSCTL_KEY_RE = re.compile(r"^net\.(core|ipv4|ipv6)\.[a-z0-9_.]+$")
+#: Keys under net.* that change what the host is (a router, what it accepts, who may bind or
+#: load BPF) rather than how fast it moves data: never a tuning knob, whatever the testbed.
+SYSCTL_DENIED_RE = re.compile(
+    r"^net\.(ipv4\.ip_forward.*"
+    r"|ipv[46]\.conf\.[a-z0-9_.-]+\.(forwarding|mc_forwarding|bc_forwarding|accept_redirects|secure_redirects"
+    r"|send_redirects|accept_source_route|rp_filter|proxy_arp|proxy_arp_pvlan|proxy_ndp|accept_local"
+    r"|route_localnet|arp_ignore|arp_announce|arp_filter|accept_ra.*|disable_ipv6)"
+    r"|ipv[46]\.ip_nonlocal_bind|ipv4\.ip_unprivileged_port_start|ipv4\.ping_group_range"
+    r"|ipv4\.icmp_echo_ignore_.*|ipv4\.tcp_syncookies|core\.bpf_jit_.*)$"
+)
+SYSCTL_DENIED = ("net.ipv4.ip_forward*, net.ipv{4,6}.conf.*.{forwarding, *redirects, accept_source_route, "
+                 "rp_filter, proxy_arp, accept_ra, disable_ipv6 ...}, ip_nonlocal_bind, "
+                 "ip_unprivileged_port_start, ping_group_range, icmp_echo_ignore_*, tcp_syncookies, "
+                 "net.core.bpf_jit_*")
+#: The integer values a sysctl takes: the kernel's int and unsigned int (and a long's usual values).
+SYSCTL_INT_MIN, SYSCTL_INT_MAX = -(2**31), 2**32 - 1
 CPU_LIST_RE = re.compile(r"^\d{1,4}(-\d{1,4})?(,\d{1,4}(-\d{1,4})?)*$")
 HEX_MASK_RE = re.compile(r"^[0-9a-fA-F]{1,8}(,[0-9a-fA-F]{1,8})*$")
 
@@ -51,9 +67,15 @@ def check_device(name: object) -> str:
 
 
 def check_sysctl_key(key: object) -> str:
-    """A sysctl key under net.core, net.ipv4 or net.ipv6."""
+    """A sysctl key under net.core, net.ipv4 or net.ipv6, other than the routing and security
+    keys of :data:`SYSCTL_DENIED_RE`."""
     if not isinstance(key, str) or not SYSCTL_KEY_RE.match(key) or ".." in key:
         raise invalid("sysctl key", key, r"a key matching ^net\.(core|ipv4|ipv6)\.[a-z0-9_.]+$")
+    if SYSCTL_DENIED_RE.match(key):
+        raise InvalidInputError(
+            f"sysctl key: {key!r} changes the host's routing or security, not its performance; nictune never "
+            f"sets it (refused: {SYSCTL_DENIED})", field="sysctl key",
+            allowed=r"a key matching ^net\.(core|ipv4|ipv6)\.[a-z0-9_.]+$ other than " + SYSCTL_DENIED)
     return key
 
 
@@ -130,15 +152,15 @@ def check_sysctl_value(key: str, value: object, index: int | None) -> str | int 
     """A sysctl value: an int, a tuple of ints (whole multi-field value) or a word."""
     if index is not None:
         check_int(f"{key}[index]", index, 0, 15)
-        return check_int(f"{key}[{index}]", value, 0)
+        return check_int(f"{key}[{index}]", value, 0, SYSCTL_INT_MAX)
     if isinstance(value, tuple | list):
         if not value or len(value) > 16:
             raise invalid(key, value, "a tuple of 1-16 integers")
-        return tuple(check_int(key, v, -(2**63), 2**63 - 1) for v in value)
+        return tuple(check_int(key, v, SYSCTL_INT_MIN, SYSCTL_INT_MAX) for v in value)
     if isinstance(value, bool):  # a switch knob: the kernel spells it 1/0
         return int(value)
     if isinstance(value, int):
-        return check_int(key, value, -(2**63), 2**63 - 1)
+        return check_int(key, value, SYSCTL_INT_MIN, SYSCTL_INT_MAX)
     if isinstance(value, str):
         return check_token(key, value)
     raise invalid(key, value, "an integer, a tuple of integers or a word ^[A-Za-z0-9_.:-]+$")

@@ -14,19 +14,18 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nictune.errors import HostCommandError, InvalidInputError
 from nictune.measure._base import Testbed, TrialResult, Workload
 from nictune.measure.appliers import validate_settings
 from nictune.measure.benchmark import Endpoints
 from nictune.measure.fingerprint import cpu_model, driver_info, kernel_release
-from nictune.measure.hosts import Host, LocalHost, NetnsHost
-from nictune.measure.journal import Journal
+from nictune.measure.hosts import Host, LocalHost, NetnsHost, host_from_spec
+from nictune.measure.journal import Journal, register_cleanup
 from nictune.measure.probe_space import unsupported_knobs
 from nictune.measure.transaction import Trial
-from nictune.search_spaces import SearchSpace
-from nictune.search_spaces._base import Setting
+from nictune.search_spaces import SearchSpace, Setting
 
 if TYPE_CHECKING:
     from nictune.measure.dryrun import DryRun
@@ -136,6 +135,17 @@ class VethPair:
         for host, argv in self.teardown_commands():
             if argv[-1] in names:
                 host.run(argv)
+
+
+def remove_pair(resource: dict[str, Any]) -> str:
+    """Remove the veth pair a crashed trial created (its journal's ``veth_pair`` resource)."""
+    pair = VethPair(resource["name"], host_from_spec(resource.get("host") or LocalHost().spec()))
+    pair.down()
+    return f"removed veth pair {pair.name}"
+
+
+# The crash journal removes the pairs a dead trial created through this (it knows no testbed kind).
+register_cleanup("veth_pair", remove_pair)
 
 
 def list_namespaces(host: Host | None = None) -> list[str]:

@@ -9,6 +9,7 @@ engine's generator in place of the module's ``random`` (under a lock, restored a
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 from collections.abc import Mapping, Sequence
@@ -127,3 +128,51 @@ def select_tournament_dcd(individuals: Sequence[Individual], k: int, rng: random
         finally:
             _emo.random = saved
     return chosen[:k]
+
+
+# ---------------------------------------------------------------- fronts of plain vectors
+class _Point:
+    """A bare DEAP individual for sorting objective vectors: its fitness and input position."""
+
+    __slots__ = ("fitness", "index")
+
+    def __init__(self, fitness: Any, index: int) -> None:
+        self.fitness = fitness
+        self.index = index
+
+
+def _points(vectors: Sequence[Sequence[float]]) -> list[_Point]:
+    width = len(vectors[0])
+    if any(len(v) != width for v in vectors):
+        raise ValueError(f"vectors of different lengths: {sorted({len(v) for v in vectors})}")
+    if any(math.isnan(x) for v in vectors for x in v):
+        raise ValueError("objective values cannot be NaN")
+    fitness_cls, _ = _mo_classes(width)
+    points = []
+    for i, v in enumerate(vectors):
+        fitness = fitness_cls()
+        fitness.values = tuple(float(x) for x in v)
+        points.append(_Point(fitness, i))
+    return points
+
+
+def nondominated_fronts(vectors: Sequence[Sequence[float]], first_front_only: bool = False) -> list[list[int]]:
+    """Indices of ``vectors`` (every objective maximised) by non-dominated front, each front
+    in input order (DEAP ``sortNondominated``: equal vectors share a front)."""
+    if not vectors:
+        return []
+    points = _points(vectors)
+    fronts = tools.sortNondominated(points, len(points), first_front_only=first_front_only)
+    return [sorted(p.index for p in front) for front in fronts]
+
+
+def crowding_distances(vectors: Sequence[Sequence[float]]) -> list[float]:
+    """NSGA-II crowding distance of each vector inside one front, the sum over objectives of
+    the neighbours' normalised gap (DEAP ``assignCrowdingDist``, which divides that sum by the
+    number of objectives; undone here); boundary points get ``inf``."""
+    if not vectors:
+        return []
+    points = _points(vectors)
+    tools.emo.assignCrowdingDist(points)
+    width = len(vectors[0])
+    return [float(p.fitness.crowding_dist) * width for p in points]

@@ -24,8 +24,7 @@ import random
 from collections.abc import Mapping
 
 from nictune.errors import InvalidInputError
-from nictune.search_spaces import Configuration, SearchSpace, Value
-from nictune.search_spaces._base import BOTTLENECKS
+from nictune.search_spaces import BOTTLENECKS, Configuration, SearchSpace, Value
 
 #: When a counter's mean says its stage is saturated: at least one dropped packet per run,
 #: or the busiest core busy at least 95 % of the run.

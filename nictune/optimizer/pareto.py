@@ -8,6 +8,9 @@ the smaller violation dominates.
 :class:`MultiScore` is a :class:`~nictune.optimizer.objectives.Score` that also carries the
 vector of every objective, so a multi-objective engine (``nsga2``) learns all of them
 through the ordinary ``tell(config, score)``; single-objective engines just see a Score.
+
+Sorting into fronts and crowding distances are DEAP's (through
+:mod:`nictune.optimizer.deap_adapter`, the one module that imports DEAP).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from nictune.optimizer.deap_adapter import crowding_distances, nondominated_fronts
 from nictune.optimizer.objectives import Goal, Score
 
 Vector = tuple[float, ...]
@@ -80,31 +84,9 @@ def constrained_dominates(a: Score, b: Score) -> bool:
 def non_dominated_sort(vectors: Sequence[Vector]) -> list[list[int]]:
     """Indices of ``vectors`` by front: front 0 is non-dominated, front 1 is non-dominated
     once front 0 is removed, and so on. Inside a front, indices keep their input order.
-    Equal vectors share a front.
+    Equal vectors share a front. (DEAP's fast non-dominated sort.)
     """
-    n = len(vectors)
-    dominated_by: list[list[int]] = [[] for _ in range(n)]
-    count = [0] * n
-    for i in range(n):
-        for j in range(i + 1, n):
-            if dominates(vectors[i], vectors[j]):
-                dominated_by[i].append(j)
-                count[j] += 1
-            elif dominates(vectors[j], vectors[i]):
-                dominated_by[j].append(i)
-                count[i] += 1
-    fronts: list[list[int]] = []
-    current = [i for i in range(n) if count[i] == 0]
-    while current:
-        fronts.append(current)
-        following: list[int] = []
-        for i in current:
-            for j in dominated_by[i]:
-                count[j] -= 1
-                if count[j] == 0:
-                    following.append(j)
-        current = sorted(following)
-    return fronts
+    return nondominated_fronts(vectors)
 
 
 def pareto_front(items: Sequence[tuple[T, Score]]) -> list[tuple[T, Score]]:
@@ -117,8 +99,8 @@ def pareto_front(items: Sequence[tuple[T, Score]]) -> list[tuple[T, Score]]:
                 if s.feasible and all(math.isfinite(v) for v in vector_of(s))]
     if not feasible:
         return []
-    fronts = non_dominated_sort([vector_of(s) for _, s in feasible])
-    return [feasible[i] for i in fronts[0]]
+    first = nondominated_fronts([vector_of(s) for _, s in feasible], first_front_only=True)[0]
+    return [feasible[i] for i in first]
 
 
 #: Front members whose objective is within this fraction of the front's best on it count as
@@ -146,20 +128,9 @@ def recommend_from_front(front: Sequence[tuple[T, Score]], tie: float = TIE_FRAC
 
 
 def crowding_distance(vectors: Sequence[Vector]) -> list[float]:
-    """NSGA-II crowding distance of each vector inside one front (boundary points: ``inf``)."""
-    n = len(vectors)
-    if n == 0:
-        return []
-    dist = [0.0] * n
-    for m in range(len(vectors[0])):
-        order = sorted(range(n), key=lambda i: vectors[i][m])
-        lo, hi = vectors[order[0]][m], vectors[order[-1]][m]
-        dist[order[0]] = dist[order[-1]] = math.inf
-        if hi == lo:
-            continue
-        for k in range(1, n - 1):
-            dist[order[k]] += (vectors[order[k + 1]][m] - vectors[order[k - 1]][m]) / (hi - lo)
-    return dist
+    """NSGA-II crowding distance of each vector inside one front (boundary points: ``inf``;
+    DEAP's, summed over the objectives)."""
+    return crowding_distances(vectors)
 
 
 def hypervolume_2d(vectors: Sequence[Vector], reference: Vector) -> float:

@@ -1,13 +1,15 @@
 """``build_report``: a job's figures as PNG files and one self-contained HTML page.
 
 The page embeds every figure as a base64 ``data:`` URI and carries its own CSS, so it
-opens from a file with no network; the PNGs are also written next to it for reuse.
+opens from a file with no network; the PNGs are also written next to it for reuse. Its
+markup is the Jinja2 template ``templates/report.html.j2`` (autoescaped, with
+``templates/report.css``); this module gathers what the template shows.
 """
 
 from __future__ import annotations
 
 import base64
-import html
+import functools
 import io
 import json
 from collections.abc import Callable
@@ -15,8 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+import jinja2
 from sqlalchemy.engine import Engine as DbEngine
 
 from nictune import __version__, metrics
@@ -80,27 +83,35 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
 def _num(value: float) -> str:
     return format_number(value)
 
 
-def _cell(trial: TrialData | None, name: str) -> str:
+class Row(NamedTuple):
+    """A row of a key-value table: ``text`` in ``<code>`` when ``code``; followed by the
+    simulated tag when ``simulated``."""
+
+    key: str
+    text: str
+    code: bool = False
+    simulated: bool = False
+
+
+class Cell(NamedTuple):
+    """A metric's mean and, when the repeats differ, their range (all formatted)."""
+
+    text: str
+    low: str | None = None
+    high: str | None = None
+
+
+def _cell(trial: TrialData | None, name: str) -> Cell:
     if trial is None or name not in trial.metrics:
-        return "-"
-    text = _num(trial.metrics[name])
+        return Cell("-")
     sp = trial.spread.get(name)
     if sp and sp.get("max") != sp.get("min"):
-        text += f" <span class=rng>[{_num(sp['min'])} .. {_num(sp['max'])}]</span>"
-    return text
-
-
-def _table(rows: list[tuple[str, str]]) -> str:
-    body = "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
-    return f"<table class=kv>{body}</table>"
+        return Cell(_num(trial.metrics[name]), _num(sp["min"]), _num(sp["max"]))
+    return Cell(_num(trial.metrics[name]))
 
 
 def _figures(job: JobData, importance: Importance, notes: list[str], progress: Progress) -> list[Section]:
@@ -166,14 +177,11 @@ def _figures(job: JobData, importance: Importance, notes: list[str], progress: P
     return sections
 
 
-def _job_rows(job: JobData) -> list[tuple[str, str]]:
+def _job_rows(job: JobData) -> list[Row]:
     i = job.info
     objectives = ", ".join(
         f"{o.name}: {objective_heading(o)}, {'maximise' if o.direction == 'maximize' else 'minimise'}"
         for o in job.goal.objectives)
-    testbed = _e(i["testbed"])
-    if job.simulated:
-        testbed += " <strong class=simtag>simulated (a model, not hardware)</strong>"
     params = json.dumps(i.get("engine_params") or {}, sort_keys=True)
     repeats = int(i["repeats"])
     plural = "" if repeats == 1 else "s"
@@ -187,212 +195,152 @@ def _job_rows(job: JobData) -> list[tuple[str, str]]:
     rules = [f"time limit {format_duration(float(i['time_limit_s']))}" if i.get("time_limit_s") else "",
              f"patience {i['patience']}" if i.get("patience") else ""]
     rules_text = ", ".join(r for r in rules if r) or "none but the budget"
-    stop_row = [("stopped", _e(f"{i.get('stop_text') or '-'} [{i['stop_reason']}]; stopping rules: {rules_text}"))
+    stop_row = [Row("stopped", f"{i.get('stop_text') or '-'} [{i['stop_reason']}]; stopping rules: {rules_text}")
                 ] if i.get("stop_reason") else []
     return [
-        ("job", _e(f"{i['job_id']} ({i['state']})")),
-        ("testbed", testbed),
-        ("workload", _e(i["workload"])),
-        ("search space", _e(i["space"])),
-        ("objective", _e(objectives)),
-        ("constraints", _e(", ".join(i["constraints"]) or "none")),
-        ("engine", _e(f"{i['engine']} {params}" if params != "{}" else i["engine"])),
-        ("budget", _e(f"{i['budget']} trials, {runs_each}, seed {i['seed']}")),
-        ("trials", _e(f"{i['trials']} ({i['measured']} measured, {i['cached']} from the cache, "
-                      f"{i['failed']} failed{runs_total}){stopped}")),
+        Row("job", f"{i['job_id']} ({i['state']})"),
+        Row("testbed", str(i["testbed"]), simulated=job.simulated),
+        Row("workload", str(i["workload"])),
+        Row("search space", str(i["space"])),
+        Row("objective", objectives),
+        Row("constraints", ", ".join(i["constraints"]) or "none"),
+        Row("engine", f"{i['engine']} {params}" if params != "{}" else str(i["engine"])),
+        Row("budget", f"{i['budget']} trials, {runs_each}, seed {i['seed']}"),
+        Row("trials", f"{i['trials']} ({i['measured']} measured, {i['cached']} from the cache, "
+                      f"{i['failed']} failed{runs_total}){stopped}"),
         *stop_row,
-        ("created / finished", _e(f"{human_time(i.get('created_at'))} / {human_time(i.get('finished_at'))}")),
+        Row("created / finished", f"{human_time(i.get('created_at'))} / {human_time(i.get('finished_at'))}"),
     ]
 
 
-def _metric_rows(job: JobData, best: TrialData, default: TrialData | None) -> str:
-    names = [m for m in metrics.DEFINITIONS if m in best.metrics] + sorted(set(best.metrics) - set(metrics.DEFINITIONS))
-    rows = "".join(f"<tr><td>{_e(metrics.heading(m))}</td><td>{_cell(default, m)}</td><td>{_cell(best, m)}</td></tr>"
-                   for m in names)
-    dname = default_label(default) if default else "default (not measured)"
-    return (f"<h3>Metrics: mean [min .. max] over the repeats</h3><table class=grid><tr><th>metric</th>"
-            f"<th>{_e(dname)}</th><th>recommended (trial {best.number})</th></tr>{rows}</table>")
-
-
-def _config_rows(job: JobData, best: TrialData) -> str:
-    default_cfg = job.space.default().as_dict()
-    rows = []
-    for name, knob in job.space.knobs.items():
-        b, d = best.config.get(name), default_cfg.get(name)
-        shown_b = "(inactive)" if name not in best.config else _e(b)
-        shown_d = "(inactive)" if name not in default_cfg else _e(d)
-        rows.append(f"<tr class={'chg' if b != d else 'same'}><td>{_e(name)}</td><td>{shown_b}</td>"
-                    f"<td>{shown_d}</td><td>{_e(knob.unit)}</td><td>{_e(knob.family.value)}</td></tr>")
-    return ("<h3>Configuration (changed knobs highlighted)</h3><table class=grid><tr><th>knob</th>"
-            "<th>recommended</th><th>default</th><th>unit</th><th>family</th></tr>" + "".join(rows) + "</table>")
-
-
-def _best_html(job: JobData) -> str:
+def _best(job: JobData) -> dict[str, Any] | None:
+    """The recommended configuration's section: its gain, key facts, metrics against the
+    default's, and every knob's value in both. ``None`` when no trial completed."""
     best, default = job.best, job.baseline
     if best is None:
-        return "<p>No trial completed: nothing to report.</p>"
-    g = gain(job, best)
-    parts = [f"<p class=gain>{_e(g['text'])}</p>"]
-    if not best.feasible:
-        parts.append("<p class=warn>No trial met every constraint; this one breaks them the least.</p>")
-    parts.append(_table([
-        ("trial", _e(best.number)),
-        ("changes from the default", _e(job.changes(best))),
-        ("configuration hash", f"<code>{_e(best.config_hash)}</code>"),
-        *[(objective_heading(o), _e(_num(job.value(best.metrics, o)))) for o in job.goal.objectives],
-        ("meets the constraints", "yes" if best.feasible else "no"),
-    ]))
-    parts.append(_metric_rows(job, best, default))
-    parts.append(_config_rows(job, best))
-    return "".join(parts)
+        return None
+    names = [m for m in metrics.DEFINITIONS if m in best.metrics] + sorted(set(best.metrics) - set(metrics.DEFINITIONS))
+    default_cfg = job.space.default().as_dict()
+    knobs = []
+    for name, knob in job.space.knobs.items():
+        b, d = best.config.get(name), default_cfg.get(name)
+        knobs.append({"name": name, "changed": b != d, "unit": knob.unit, "family": knob.family.value,
+                      "best": "(inactive)" if name not in best.config else str(b),
+                      "default": "(inactive)" if name not in default_cfg else str(d)})
+    return {
+        "gain": gain(job, best)["text"],
+        "feasible": best.feasible,
+        "rows": [
+            Row("trial", str(best.number)),
+            Row("changes from the default", job.changes(best)),
+            Row("configuration hash", best.config_hash, code=True),
+            *[Row(objective_heading(o), _num(job.value(best.metrics, o))) for o in job.goal.objectives],
+            Row("meets the constraints", "yes" if best.feasible else "no"),
+        ],
+        "number": best.number,
+        "default_name": default_label(default) if default else "default (not measured)",
+        "metrics": [{"heading": metrics.heading(m), "default": _cell(default, m), "best": _cell(best, m)}
+                    for m in names],
+        "knobs": knobs,
+    }
 
 
-def _front_rows(job: JobData, front: list[TrialData]) -> list[tuple[TrialData, str, str]]:
-    """(trial, role, row class) of each member of ``front``, then the default and the
+def _front_rows(job: JobData, front: list[TrialData]) -> list[dict[str, Any]]:
+    """Each member of ``front`` (its role, objectives and changes), then the default and the
     recommendation when they are not on it."""
     best, default = job.best, job.baseline
 
-    def role(t: TrialData) -> tuple[str, str]:
-        if best is not None and t.config_hash == best.config_hash:
-            return "&#9733; recommended", "rec"
-        if default is not None and t.config_hash == default.config_hash:
-            return _e(default_label(default).split(" (")[0]), "dflt"
-        return "", "front"
+    def row(t: TrialData, note: str = "") -> dict[str, Any]:
+        recommended = best is not None and t.config_hash == best.config_hash
+        is_default = not recommended and default is not None and t.config_hash == default.config_hash
+        label = default_label(default).split(" (")[0] if is_default and default is not None else ""
+        return {"recommended": recommended, "cls": "rec" if recommended else "dflt" if is_default else "front",
+                "label": label, "note": note,
+                "number": t.number if t.number >= 0 else "-", "feasible": t.feasible,
+                "objectives": [_num(job.value(t.metrics, o)) for o in job.goal.objectives],
+                "changes": job.changes(t)}
 
-    rows = [(t, *role(t)) for t in front]
+    rows = [row(t) for t in front]
     shown = {t.config_hash for t in front}
     for extra in (default, best):
         if extra is not None and extra.completed and extra.config_hash not in shown:
-            text, cls = role(extra)
             where = ", measured by earlier jobs" if extra.source == "history" else ""
-            rows.append((extra, f"{text} (not on the front{where})", cls))
+            rows.append(row(extra, f" (not on the front{where})"))
             shown.add(extra.config_hash)
     return rows
 
 
-def _front_html(job: JobData, figure: Section | None) -> str:
-    """A Pareto job's front: one row per member (its objectives and what it changed), the
-    recommendation marked, the default below for comparison; then the figure."""
+def _front(job: JobData, figure: Section | None) -> dict[str, Any] | None:
+    """A Pareto job's front: one row per member, the recommendation marked, the default below
+    for comparison; then the figure. ``None`` for a single-objective job."""
+    if not job.pareto:
+        return None
     front = job.front()
-    if not front:
-        return "<p>No trial is on the front (no trial completed with every objective measured).</p>"
-    constrained = bool(job.goal.constraints)
-    head = "".join(f"<th>{_e(objective_heading(o, better=True))}</th>" for o in job.goal.objectives)
-    ok_head = "<th>meets the constraints</th>" if constrained else ""
-    rows = _front_rows(job, front)
-    body = "".join(
-        f"<tr class={cls}><td>{role}</td><td>{t.number if t.number >= 0 else '-'}</td>"
-        + "".join(f"<td>{_e(_num(job.value(t.metrics, o)))}</td>" for o in job.goal.objectives)
-        + (f"<td>{'yes' if t.feasible else 'no'}</td>" if constrained else "")
-        + f"<td>{_e(job.changes(t))}</td></tr>"
-        for t, role, cls in rows)
-    intro = (f"<p>{len(front)} configurations are on the front: none is better than another in every objective. "
-             f"The recommendation is the one with the best {_e(job.objective.label)} (the first objective); "
-             f"export another with <code>nictune export {job.job_id} --trial N</code>.</p>")
-    table = (f"<table class=grid id=front-table><tr><th></th><th>trial</th>{head}{ok_head}"
-             f"<th>changes from the default</th></tr>{body}</table>")
-    return intro + table + (_figure_html(figure, titled=False) if figure is not None else "")
+    return {"size": len(front), "rows": _front_rows(job, front) if front else [], "figure": figure,
+            "constrained": bool(job.goal.constraints),
+            "heads": [objective_heading(o, better=True) for o in job.goal.objectives]}
 
 
-def _baselines_html(job: JobData) -> str:
+def _baselines(job: JobData) -> dict[str, Any] | None:
     """The recommendation against the default and each stock profile (``job_report``'s
     ``baselines``), with what each stock profile comes from and cannot express here."""
     comparison = job.info.get("baselines")
     if not comparison:
-        return "<p>Nothing to compare: no trial completed.</p>"
-    obj, metrics = comparison["objective"], comparison["metrics"]
+        return None
+    obj, names = comparison["objective"], comparison["metrics"]
     conf = (comparison["recommendation"].get("interval") or {}).get("confidence") or 0.9
-    head = "".join(f"<th>{_e(c)}</th>" for c in ("configuration", "trial", f"{obj['label']} ({obj['unit']}, "
-                                                 f"{conf:.0%} CI)", *metrics, "recommendation vs it", "note"))
-    body = "".join("<tr>" + "".join(f"<td>{_e(r[c])}</td>" for c in ("name", "trial", "objective", *metrics,
-                                                                      "vs", "note")) + "</tr>"
-                   for r in comparison_rows(comparison))
-    sources = "".join(
-        f"<li><strong>{_e(b['name'])}</strong>: {_e(b.get('description') or '')} Source: "
-        + ", ".join(f"<code>{_e(src)}</code>" for src in b.get("source") or [])
-        + (f". Not expressed in space {_e(job.info['space'])}: {_e('; '.join(b['not_expressed']))}"
-           if b.get("not_expressed") else "") + ".</li>"
-        for b in comparison["baselines"] if b.get("stock"))
-    sim = " Simulated testbed: figures of a model, not hardware." if job.simulated else ""
-    return (f"<p>The recommendation's {_e(obj['label'])} ({_e(obj['direction'])}) against what an untuned host "
-            f"has and what users would otherwise apply, each measured in this job.{_e(sim)}</p>"
-            f"<table class=grid><tr>{head}</tr>{body}</table>"
-            + (f"<p>Stock profiles, in this space's knobs:</p><ul>{sources}</ul>" if sources else ""))
+    columns = ("name", "trial", "objective", *names, "vs", "note")
+    return {
+        "label": obj["label"], "direction": obj["direction"],
+        "heads": ["configuration", "trial", f"{obj['label']} ({obj['unit']}, {conf:.0%} CI)", *names,
+                  "recommendation vs it", "note"],
+        "rows": [[r[c] for c in columns] for r in comparison_rows(comparison)],
+        "stock": [{"name": b["name"], "description": b.get("description") or "", "source": b.get("source") or [],
+                   "not_expressed": b.get("not_expressed") or []}
+                  for b in comparison["baselines"] if b.get("stock")],
+    }
 
 
-def _importance_html(importance: Importance, figure: Section | None) -> str:
-    if not importance.scores:
-        return f"<p>Not computed: {_e(importance.reason)}.</p>"
-    rows = "".join(f"<tr><td>{_e(k)}</td><td>{_e(_num(v))}</td></tr>" for k, v in importance.scores.items())
-    # The figure's caption says how the shares were computed; without it, a sentence does.
-    out = (_figure_html(figure, titled=False) if figure is not None
-           else f"<p>{_e(importance.method)}, over {importance.trials} trials.</p>")
-    out += f"<table class=grid><tr><th>knob</th><th>share of the variance</th></tr>{rows}</table>"
-    if importance.excluded:
-        items = "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in importance.excluded.items())
-        out += f"<p>Left out:</p><ul>{items}</ul>"
-    return out
+#: The export formats the page lists, with their commands.
+EXPORT_FORMATS = ("tuned", "sysctl", "script", "json")
 
 
-def _figure_html(s: Section, titled: bool = True) -> str:
-    title = f"<h3>{_e(s.title)}</h3>" if titled else ""
-    return (f"<figure id={_e(s.name)}>{title}<img alt=\"{_e(s.title)}\" "
-            f"src=\"data:image/png;base64,{base64.b64encode(s.png).decode('ascii')}\">"
-            f"<figcaption>{_e(s.caption)}</figcaption></figure>")
-
-
-_CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;
-color:#222;line-height:1.4}
-h1{margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
-.sim{background:#fff3cd;border:1px solid #e0b000;padding:.6em 1em;border-radius:4px}
-.simtag{color:#a00}.warn{color:#a00}.gain{font-size:1.1em;font-weight:600}
-table{border-collapse:collapse;margin:.5em 0}th,td{padding:.2em .7em;text-align:left;vertical-align:top}
-table.kv th{color:#555;font-weight:600}table.grid td,table.grid th{border:1px solid #ddd}
-tr.chg td{background:#fde2e2}tr.rec td{background:#fde2e2;font-weight:600}
-tr.dflt td{color:#555}.rng{color:#777;font-size:.85em}
-figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #eee}figcaption{color:#444;font-size:.9em}
-code{font-size:.85em}footer{margin-top:2em;color:#777;font-size:.85em}
-"""
+@functools.cache
+def _environment() -> jinja2.Environment:
+    """The templates of ``nictune/report/templates`` (autoescaped; loaded once)."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("nictune.report", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    env.filters["num"] = _num
+    env.filters["b64"] = lambda png: base64.b64encode(png).decode("ascii")
+    return env
 
 
 def render_html(job: JobData, sections: list[Section], importance: Importance, notes: list[str]) -> str:
-    """The report page (figures inline as ``data:`` URIs)."""
-    jid = job.job_id
-    sim = (f"<p class=sim><strong>Simulated testbed (a model, not hardware).</strong> {_e(job.info['testbed'])}: "
-           f"{_e(SIMULATED_NOTE)}. Measure on your hosts before relying on them.</p>") if job.simulated else ""
+    """The report page (figures inline as ``data:`` URIs), from ``templates/report.html.j2``."""
     placed = {s.name: s for s in sections if s.name in ("pareto", "importance")}
-    figs = "".join(_figure_html(s) for s in sections if s.name not in placed)
-    front = (f"<h2 id=front>Pareto front</h2>\n{_front_html(job, placed.get('pareto'))}\n" if job.pareto else "")
-    best_title = (f"Recommended configuration: the best {job.objective.label} (the first objective)" if job.pareto
-                  else "Best configuration")
-    note_html = "".join(f"<li>{_e(n)}</li>" for n in notes)
-    exports = "".join(f"<li><code>nictune export {jid} --format {f}</code></li>"
-                      for f in ("tuned", "sysctl", "script", "json"))
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    title = f"nictune report: job {jid}" + (" (simulated)" if job.simulated else "")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>{_e(title)}</title><style>{_CSS}</style></head>
-<body>
-<h1>{_e(title)}</h1>
-{sim}
-<h2>Job</h2>
-{_table(_job_rows(job))}
-{front}<h2 id=best>{_e(best_title)}</h2>
-{_best_html(job)}
-<h2 id=baselines>Against the default and the stock profiles</h2>
-{_baselines_html(job)}
-<h2>Figures</h2>
-{figs or '<p>No figures: no trial completed.</p>'}
-<h2 id=importance>Knob importance</h2>
-{_importance_html(importance, placed.get('importance'))}
-<h2>Notes</h2>
-<ul>{note_html or '<li>none</li>'}</ul>
-<p>Apply the recommended configuration elsewhere:</p><ul>{exports}</ul>
-<footer>Generated by nictune {_e(__version__)} on {_e(when)}.</footer>
-</body></html>
-"""
+    return _environment().get_template("report.html.j2").render(
+        title=f"nictune report: job {job.job_id}" + (" (simulated)" if job.simulated else ""),
+        job_id=job.job_id,
+        simulated=job.simulated,
+        testbed=job.info["testbed"],
+        simulated_note=SIMULATED_NOTE,
+        space=job.info["space"],
+        job_rows=_job_rows(job),
+        front=_front(job, placed.get("pareto")),
+        objective_label=job.objective.label,
+        best_title=(f"Recommended configuration: the best {job.objective.label} (the first objective)"
+                    if job.pareto else "Best configuration"),
+        best=_best(job),
+        baselines=_baselines(job),
+        figures=[s for s in sections if s.name not in placed],
+        importance=importance,
+        importance_figure=placed.get("importance"),
+        notes=notes,
+        export_formats=EXPORT_FORMATS,
+        version=__version__,
+        when=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    )
 
 
 def build_report(dbe: DbEngine, job_id: int, out_dir: Path, progress: Progress | None = None) -> Report:

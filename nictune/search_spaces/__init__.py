@@ -1,6 +1,15 @@
 """Search spaces: knob types, conditions, constraints, canonical configurations, built-ins."""
 
-from nictune.search_spaces._base import Condition, Family, Knob, Setting, SettingValue, Value
+from nictune.search_spaces._base import (
+    BOTTLENECKS,
+    Condition,
+    Family,
+    Knob,
+    Setting,
+    SettingValue,
+    Value,
+    split_target,
+)
 from nictune.search_spaces.constraints import Constraint
 from nictune.search_spaces.knobs import BoolKnob, ChoiceKnob, FloatKnob, IntKnob
 from nictune.search_spaces.loader import (
@@ -12,6 +21,7 @@ from nictune.search_spaces.loader import (
 from nictune.search_spaces.space import Configuration, SearchSpace
 
 __all__ = [
+    "BOTTLENECKS",
     "BoolKnob",
     "ChoiceKnob",
     "Condition",
@@ -29,4 +39,5 @@ __all__ = [
     "load_space",
     "space_from_dict",
     "space_from_yaml",
+    "split_target",
 ]

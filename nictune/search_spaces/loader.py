@@ -16,6 +16,15 @@ from nictune.errors import ConfigurationError, InvalidInputError, SpaceDefinitio
 from nictune.search_spaces._base import BOTTLENECKS, DIRECTIONS, Condition, Family, Knob, Relief, Setting, split_target
 from nictune.search_spaces.constraints import Constraint
 from nictune.search_spaces.knobs import KNOB_TYPES, BoolKnob, ChoiceKnob, FloatKnob, IntKnob
+from nictune.search_spaces.limits import (
+    MAX_CHOICES,
+    MAX_CONSTRAINT_CHARS,
+    MAX_CONSTRAINTS,
+    MAX_KNOBS,
+    MAX_MAGNITUDE,
+    MAX_PROFILES,
+    MAX_SETTINGS_PER_VALUE,
+)
 from nictune.search_spaces.profiles import ProfileInfo, is_long_form, parse_profile
 from nictune.search_spaces.space import SearchSpace
 from nictune.yamlfile import not_a_mapping, parse_yaml
@@ -80,6 +89,14 @@ def _finite(raw: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _within_magnitude(name: str, field: str, value: float) -> None:
+    """Refuse a bound whose magnitude is above :data:`MAX_MAGNITUDE`."""
+    if abs(value) > MAX_MAGNITUDE:
+        raise _fail(f"knob {name!r}: field {field!r} ({_shown(value, 30)}) is beyond the largest magnitude "
+                    f"a knob may have, 2**53 = {MAX_MAGNITUDE}", field=name,
+                    allowed=f"-{MAX_MAGNITUDE} <= {field} <= {MAX_MAGNITUDE}")
+
+
 def _flag(name: str, spec: dict[str, Any], key: str) -> bool:
     """A boolean field of a knob (``power_of_two``, ``log``): true or false, nothing else."""
     value = spec.get(key, False)
@@ -141,11 +158,18 @@ def _settings(name: str, family: Family, raw: Any, device: str | None) -> dict[A
     if not isinstance(raw, dict):
         raise _fail(f"knob {name!r}: field 'settings' must map each value to {{target: value}}",
                     field=name)
+    if len(raw) > MAX_CHOICES:
+        raise _fail(f"knob {name!r}: field 'settings' maps {len(raw)} values; at most {MAX_CHOICES}",
+                    field=name, allowed=f"at most {MAX_CHOICES} values")
     out: dict[Any, list[Setting]] = {}
     for value, targets in raw.items():
         if not isinstance(targets, dict):
             raise _fail(f"knob {name!r}: settings for {value!r} must be a mapping target -> value",
                         field=name)
+        if len(targets) > MAX_SETTINGS_PER_VALUE:
+            raise _fail(f"knob {name!r}: settings for {_shown(value)} name {len(targets)} targets; "
+                        f"at most {MAX_SETTINGS_PER_VALUE}", field=name,
+                        allowed=f"at most {MAX_SETTINGS_PER_VALUE} targets a value")
         items: list[Setting] = []
         for key, setting_value in targets.items():
             fam = family
@@ -212,9 +236,11 @@ def _knob(name: str, spec: Any) -> Knob:
         for f in ("low", "high"):
             if not isinstance(spec.get(f), int) or isinstance(spec.get(f), bool):
                 raise _fail(f"knob {name!r}: field {f!r} must be an integer", field=name)
+            _within_magnitude(name, f, spec[f])
         step = spec.get("step", 1)
-        if not isinstance(step, int) or isinstance(step, bool) or step < 1:
-            raise _fail(f"knob {name!r}: field 'step' must be a positive integer", field=name)
+        if not isinstance(step, int) or isinstance(step, bool) or step < 1 or step > MAX_MAGNITUDE:
+            raise _fail(f"knob {name!r}: field 'step' must be a positive integer", field=name,
+                        allowed=f"an integer from 1 to {MAX_MAGNITUDE} (2**53)")
         if spec["low"] > spec["high"]:
             raise _fail(f"knob {name!r}: field 'low' ({spec['low']}) is above 'high' ({spec['high']})",
                         field=name)
@@ -226,6 +252,8 @@ def _knob(name: str, spec: Any) -> Knob:
         low, high = _finite(spec.get("low")), _finite(spec.get("high"))
         if low is None or high is None:
             raise _fail(f"knob {name!r}: fields 'low' and 'high' must be finite numbers", field=name)
+        _within_magnitude(name, "low", low)
+        _within_magnitude(name, "high", high)
         if low > high:
             raise _fail(f"knob {name!r}: field 'low' is above 'high'", field=name)
         knob = FloatKnob(**common, low=low, high=high, log=_flag(name, spec, "log"))
@@ -233,6 +261,9 @@ def _knob(name: str, spec: Any) -> Knob:
         choices = spec.get("choices")
         if not isinstance(choices, list) or not choices:
             raise _fail(f"knob {name!r}: field 'choices' must be a non-empty list", field=name)
+        if len(choices) > MAX_CHOICES:
+            raise _fail(f"knob {name!r}: field 'choices' lists {len(choices)} values; a knob may have at most "
+                        f"{MAX_CHOICES}", field=name, allowed=f"at most {MAX_CHOICES} choices")
         if len(set(map(str, choices))) != len(choices):
             raise _fail(f"knob {name!r}: field 'choices' has duplicates", field=name)
         if any(isinstance(c, bool) or not isinstance(c, str | int) for c in choices):
@@ -297,6 +328,9 @@ def _condition(name: str, raw: Any, known: dict[str, Knob]) -> Condition:
         raise _fail(f"knob {name!r}: field 'when' refers to unknown knob {_shown(parent)}", field=name,
                     allowed=others)
     values = vals if isinstance(vals, list) else [vals]
+    if len(values) > MAX_CHOICES:
+        raise _fail(f"knob {name!r}: field 'when' lists {len(values)} values of {parent!r}; at most {MAX_CHOICES}",
+                    field=name, allowed=f"at most {MAX_CHOICES} values")
     if not values:
         raise _fail(f"knob {name!r}: field 'when' {parent}: no values given (the knob could never "
                     "be active)", field=name, allowed=known[parent].allowed())
@@ -350,6 +384,18 @@ def space_from_dict(data: dict[str, Any]) -> SearchSpace:
     raw_knobs = data.get("knobs")
     if not isinstance(raw_knobs, dict) or not raw_knobs:
         raise _fail(f"space {name!r}: field 'knobs' must be a non-empty mapping", field="knobs")
+    # Caps first, on the plain data: nothing is built for a definition that is too large.
+    if len(raw_knobs) > MAX_KNOBS:
+        raise _fail(f"space {name!r}: field 'knobs' has {len(raw_knobs)} knobs; a space may have at most "
+                    f"{MAX_KNOBS}", field="knobs", allowed=f"at most {MAX_KNOBS} knobs")
+    raw_constraints = data.get("constraints")
+    if isinstance(raw_constraints, list) and len(raw_constraints) > MAX_CONSTRAINTS:
+        raise _fail(f"space {name!r}: field 'constraints' has {len(raw_constraints)} items; a space may have at "
+                    f"most {MAX_CONSTRAINTS}", field="constraints", allowed=f"at most {MAX_CONSTRAINTS} constraints")
+    raw_profiles = data.get("profiles")
+    if isinstance(raw_profiles, dict) and len(raw_profiles) > MAX_PROFILES:
+        raise _fail(f"space {name!r}: field 'profiles' has {len(raw_profiles)} profiles; a space may have at most "
+                    f"{MAX_PROFILES}", field="profiles", allowed=f"at most {MAX_PROFILES} profiles")
     built: dict[str, Knob] = {}
     for kname, spec in raw_knobs.items():
         built[str(kname)] = _knob(str(kname), spec)
@@ -377,6 +423,10 @@ def space_from_dict(data: dict[str, Any]) -> SearchSpace:
         if not isinstance(expr, str):
             raise _fail(f"space {name!r}: field 'constraints': item {_shown(expr)} is not a comparison "
                         "(a string)", field="constraints", allowed=example)
+        if len(expr) > MAX_CONSTRAINT_CHARS:
+            raise _fail(f"space {name!r}: field 'constraints': {_shown(expr, 40)} is {len(expr)} characters long; "
+                        f"at most {MAX_CONSTRAINT_CHARS}", field="constraints",
+                        allowed=f"a comparison of at most {MAX_CONSTRAINT_CHARS} characters")
         c = Constraint.parse(expr)
         missing = c.names - set(knobs) - set(limits)
         if missing:

@@ -22,7 +22,7 @@ def operations(api: TestClient) -> list[tuple[str, str]]:
 def test_healthz_needs_no_token(shared_api: TestClient) -> None:
     response = shared_api.get("/healthz", headers={"Authorization": ""})
     assert response.status_code == 200
-    assert response.json()["status"] == "ok" and response.json()["schema_revision"] == "0004"
+    assert response.json()["status"] == "ok" and response.json()["schema_revision"] == "0005"
 
 
 def test_every_other_endpoint_needs_a_token(shared_api: TestClient, shared_tokens: Tokens) -> None:

@@ -37,7 +37,7 @@ def test_a_database_of_revision_0001_is_upgraded_at_start(db_url: str) -> None:
 
     engine = open_database(db_url)  # what `nictune token create` and the service do first
     try:
-        assert current_revision(engine) == head_revision() == "0004"
+        assert current_revision(engine) == head_revision() == "0005"
         assert "api_tokens" in inspect(engine).get_table_names()
         with session_scope(engine) as s:
             _, token = create_token(s, "ci", "read")
@@ -47,7 +47,7 @@ def test_a_database_of_revision_0001_is_upgraded_at_start(db_url: str) -> None:
     with TestClient(create_app(ApiSettings(db_url=db_url)), headers={"Authorization": f"Bearer {token}"}) as api:
         job = api.get(f"/v1/jobs/{job_id}").json()
         assert job["state"] == "completed" and job["progress"]["done"] == 5
-        assert api.get("/healthz").json()["schema_revision"] == "0004"
+        assert api.get("/healthz").json()["schema_revision"] == "0005"
 
 
 def test_downgrading_to_0001_drops_only_the_tokens(db_url: str) -> None:
@@ -63,5 +63,41 @@ def test_downgrading_to_0001_drops_only_the_tokens(db_url: str) -> None:
             command.downgrade(config, "0001")
         tables = set(inspect(engine).get_table_names())
         assert "api_tokens" not in tables and {"jobs", "trials", "measurements"} <= tables
+    finally:
+        engine.dispose()
+
+
+def test_revision_0005_keeps_tokens_working_and_jobs_without_a_submitter(db_url: str) -> None:
+    """Tokens of 0004 never expire after the upgrade; jobs stored before it name no token."""
+    from alembic import command
+
+    from nictune.db import alembic_config
+
+    first = open_database(db_url)
+    try:
+        job_id = create_job(first, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=2, seed=2))
+        with first.begin() as connection:
+            config = alembic_config()
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0004")
+        columns = {c["name"] for c in inspect(first).get_columns("api_tokens")}
+        assert "expires_at" not in columns
+        with first.begin() as connection:
+            connection.exec_driver_sql(
+                "INSERT INTO api_tokens (name, role, token_hash, created_at) VALUES ('old', 'read', "
+                "'5a1a3c2d0d9c4d0e8a52cbbc8f0e7b3a8b6b1e0c4a1d7f2e9c3b5a7d9e1f3a5c', '2026-01-01 00:00:00')")
+    finally:
+        first.dispose()
+
+    engine = open_database(db_url)
+    try:
+        assert current_revision(engine) == "0005"
+        with session_scope(engine) as s:
+            from nictune.db import Job
+            from nictune.db.auth import list_tokens
+
+            assert [(t.name, t.expires_at) for t in list_tokens(s)] == [("old", None)]
+            job = s.get(Job, job_id)
+            assert job is not None and (job.submitted_by, job.cancelled_by) == (None, None)
     finally:
         engine.dispose()

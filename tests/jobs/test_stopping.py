@@ -80,17 +80,18 @@ def test_a_time_limit_ends_the_job_before_it_with_its_final_race(engine: Engine)
 
 
 def test_a_resumed_job_keeps_its_time_limit_counted_over_its_whole_life(engine: Engine) -> None:
-    limit = 4.0
+    limit = 6.0
     job = create_job(engine, JobSpec(**LONG, time_limit_s=limit))
     stop = threading.Event()
-    first = JobRunner(engine, stop=stop, executor_factory=slow(0.15, 6, stop)).run(job)
+    first = JobRunner(engine, stop=stop, executor_factory=slow(0.15, 16, stop)).run(job)
     assert first.state == "interrupted" and first.stop_reason == "interrupted"
     used = job_report(engine, job)["elapsed_s"]
-    assert used >= 6 * 0.15
+    assert used >= 16 * 0.15
     started = time.monotonic()
     second = JobRunner(engine, executor_factory=slow(0.15)).run(job)
     assert second.stop_reason == "time-limit" and second.trials < 200
-    assert time.monotonic() - started < limit - used + 0.5  # what was left, not a fresh limit
+    # What was left (about 3 s), not a fresh limit (6 s); the margin absorbs a loaded machine.
+    assert time.monotonic() - started < limit - used + 1.5
     report = _recommended_with_repeats(engine, job)
     assert used < report["elapsed_s"] < limit
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from nictune.measure.appliers import applier_for
-from nictune.measure.journal import Journal, replay_journal, state_dir
-from nictune.measure.veth import VethPair
+from nictune.measure.journal import CLEANUPS, Journal, replay_journal, state_dir
+from nictune.measure.veth import VethPair, remove_pair
 from nictune.search_spaces._base import Family, Setting
 
 
@@ -95,6 +95,39 @@ def test_a_broken_entry_keeps_the_journal(tmp_path: Path) -> None:
     journal.path.write_text(json.dumps(record))
     (report,) = replay_journal(tmp_path)
     assert report.errors and "not allowed" in report.errors[0]
+    assert journal.exists()
+
+
+def _dead_writer(journal: Journal, record: dict[str, object]) -> None:
+    journal.write(record)
+    body = json.loads(journal.path.read_text())
+    body["pid"] = -1  # as if the writer had died
+    journal.path.write_text(json.dumps(body))
+
+
+def test_resources_are_removed_by_the_cleanup_registered_for_their_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert CLEANUPS["veth_pair"] is remove_pair  # veth registers its own; the journal knows no kind
+    removed: list[str] = []
+
+    def remove_thing(resource: dict[str, object]) -> str:
+        removed.append(str(resource["name"]))
+        return f"removed thing {resource['name']}"
+
+    monkeypatch.setitem(CLEANUPS, "thing", remove_thing)
+    journal = Journal("things", tmp_path)
+    _dead_writer(journal, {"hosts": {}, "entries": [], "resources": [{"kind": "thing", "name": "t1"}]})
+    (report,) = replay_journal(tmp_path)
+    assert report.ok and report.restored == ["removed thing t1"] and removed == ["t1"]
+    assert not journal.exists()
+
+
+def test_a_resource_of_a_kind_nobody_registered_keeps_the_journal(tmp_path: Path) -> None:
+    journal = Journal("odd", tmp_path)
+    _dead_writer(journal, {"hosts": {}, "entries": [], "resources": [{"kind": "no-such-kind", "name": "x"}]})
+    (report,) = replay_journal(tmp_path)
+    assert report.errors == ["cleanup: no cleanup is registered for resources of kind 'no-such-kind'"]
     assert journal.exists()
 
 

@@ -36,6 +36,11 @@ def test_non_dominated_sort_builds_fronts_in_order() -> None:
     fronts = non_dominated_sort(vectors)
     assert fronts == [[0, 2, 5, 6], [1], [3], [4]]
     assert sorted(i for f in fronts for i in f) == list(range(len(vectors)))
+    assert non_dominated_sort([]) == []
+    with pytest.raises(ValueError):
+        non_dominated_sort([(1.0, 2.0), (1.0,)])
+    with pytest.raises(ValueError):  # NaN compares with nothing: no order to sort by
+        non_dominated_sort([(1.0, math.nan), (2.0, 0.0)])
 
 
 def test_crowding_distance_boundaries_are_infinite() -> None:
@@ -44,6 +49,8 @@ def test_crowding_distance_boundaries_are_infinite() -> None:
     # Point 1 has neighbours at x 0 and 3, y 4 and 1: (3/4) + (3/4).
     assert d[1] == pytest.approx(1.5)
     assert d[2] == pytest.approx((4 - 1) / 4 + (3 - 0) / 4)
+    assert crowding_distance([]) == []
+    assert crowding_distance([(1.0, 2.0)]) == [math.inf]
 
 
 def test_pareto_front_keeps_feasible_non_dominated_items_only() -> None:

@@ -8,7 +8,7 @@ import re
 from nictune import metrics
 from nictune.formatting import format_number
 from nictune.jobs.report import knob_changes
-from nictune.report import Report, knob_importance, load_job
+from nictune.report import Report, knob_importance, load_job, render_html
 from nictune.report.axes import objective_heading
 from nictune.report.data import human_time
 from tests.report.conftest import Jobs
@@ -109,3 +109,11 @@ def test_captions_name_the_metrics_left_out_for_being_zero(jobs: Jobs, ga_report
         assert "Zero for both, so not drawn: " + ", ".join(metrics.heading(m) for m in zeros) in caption.group(1)
     else:
         assert "Zero for both" not in caption.group(1)
+
+
+def test_the_page_template_escapes_every_value(jobs: Jobs) -> None:
+    job = load_job(jobs.engine, jobs.ga)
+    page = render_html(job, [], knob_importance(job), ["<script>alert(1)</script> & more"])
+    assert "<script" not in page
+    assert "<li>&lt;script&gt;alert(1)&lt;/script&gt; &amp; more</li>" in page
+    assert "<p>No figures: no trial completed.</p>" in page  # no sections given

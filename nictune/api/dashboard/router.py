@@ -1,9 +1,10 @@
 """Serving the dashboard: ``GET /`` (the page) and ``GET /static/<file>`` (its scripts and styles).
 
-The assets are read once, when the router is built, from the package data under
-``nictune/api/dashboard/static``; only those files are ever served, so no request path
-reaches the file system. The page itself needs no token (it holds no data): every figure
-it shows comes from the ``/v1`` endpoints, called with the user's bearer token.
+The assets are Starlette's :class:`~starlette.staticfiles.StaticFiles` over the package data
+under ``nictune/api/dashboard/static`` (it keeps requests inside that folder and answers
+``If-None-Match`` with ``304``), with the dashboard's headers and media types; ``index.html``
+is served only at ``/``, filled in. The page itself needs no token (it holds no data): every
+figure it shows comes from the ``/v1`` endpoints, called with the user's bearer token.
 
 The page carries a small JSON block the server fills in (version, objectives, workloads,
 metrics), so the browser does not have to hard-code them.
@@ -14,13 +15,17 @@ from __future__ import annotations
 import hashlib
 import json
 import mimetypes
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Response
+from fastapi import APIRouter, Header, Response
+from starlette.exceptions import HTTPException
+from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
 
 from nictune import __version__
 from nictune.api.errors import ApiError
@@ -28,6 +33,10 @@ from nictune.api.views import SIM_NOTE
 from nictune.measure.workloads import DESCRIPTIONS, WORKLOADS
 from nictune.metrics import DEFINITIONS
 from nictune.optimizer import OBJECTIVES
+
+#: The package whose ``static`` folder holds the dashboard's files.
+_PACKAGE = __package__ or "nictune.api.dashboard"
+
 
 #: The placeholder in ``index.html`` that :func:`dashboard_router` replaces with :func:`page_meta`.
 META_PLACEHOLDER = "__NICTUNE_META__"
@@ -52,7 +61,7 @@ SECURITY_HEADERS = {
 
 @dataclass(frozen=True)
 class Asset:
-    """One file served by the dashboard.
+    """One file of the dashboard (the page, filled in, is served from one).
 
     Attributes:
         body: the bytes sent.
@@ -99,7 +108,7 @@ def _walk(folder: Traversable, prefix: str = "") -> dict[str, Asset]:
 
 def load_assets() -> dict[str, Asset]:
     """Every file of the dashboard's ``static`` folder, by path relative to it (``js/app.js``)."""
-    return _walk(resources.files(__package__ or "nictune.api.dashboard").joinpath("static"))
+    return _walk(resources.files(_PACKAGE).joinpath("static"))
 
 
 def metric_definitions() -> dict[str, dict[str, Any]]:
@@ -129,11 +138,41 @@ def render_index(template: bytes, meta: Mapping[str, Any]) -> bytes:
     return template.decode("utf-8").replace(META_PLACEHOLDER, text, 1).encode("utf-8")
 
 
-def dashboard_router(assets: Mapping[str, Asset] | None = None) -> APIRouter:
+class DashboardFiles(StaticFiles):
+    """The dashboard's ``static`` folder, served by Starlette with the dashboard's headers
+    (:data:`SECURITY_HEADERS`, on ``304`` answers too) and media types. ``index.html`` (served
+    filled in at ``/``) and names starting with ``.`` or ``_`` are not served; a missing file
+    is a ``404`` with the API's error body."""
+
+    def __init__(self) -> None:
+        super().__init__(packages=[(_PACKAGE, "static")])
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        name = path.replace(os.sep, "/")
+        try:
+            if name == "index.html" or any(part.startswith((".", "_")) for part in name.split("/")):
+                raise HTTPException(404)
+            return await super().get_response(path, scope)
+        except HTTPException as exc:
+            if exc.status_code != 404:
+                raise
+            raise ApiError(404, f"the dashboard has no file {name!r}", field="name") from None
+
+    def file_response(self, full_path: str | os.PathLike[str], stat_result: os.stat_result, scope: Scope,
+                      status_code: int = 200) -> Response:
+        response = super().file_response(full_path, stat_result, scope, status_code)
+        response.headers.update(SECURITY_HEADERS)
+        if response.status_code != 304:
+            response.headers["content-type"] = _media_type(os.fspath(full_path))
+        return response
+
+
+def dashboard_router(index_html: bytes | None = None) -> APIRouter:
     """Build the router that serves the dashboard at ``/`` and its files at ``/static/...``.
 
     Args:
-        assets: the files to serve (default: the package's ``static`` folder, read now).
+        index_html: the page before :func:`render_index` fills it in (default: the package's
+            ``static/index.html``, read now).
 
     Returns:
         An :class:`~fastapi.APIRouter` to pass to ``app.include_router``; its routes are
@@ -142,10 +181,12 @@ def dashboard_router(assets: Mapping[str, Asset] | None = None) -> APIRouter:
     Raises:
         RuntimeError: the ``static`` folder has no ``index.html`` (a broken install).
     """
-    files = dict(assets if assets is not None else load_assets())
-    if "index.html" not in files:
-        raise RuntimeError("the dashboard's static/index.html is missing: reinstall nictune")
-    index = Asset(render_index(files["index.html"].body, page_meta()), "text/html; charset=utf-8")
+    if index_html is None:
+        page = resources.files(_PACKAGE).joinpath("static", "index.html")
+        if not page.is_file():
+            raise RuntimeError("the dashboard's static/index.html is missing: reinstall nictune")
+        index_html = page.read_bytes()
+    index = Asset(render_index(index_html, page_meta()), "text/html; charset=utf-8")
     router = APIRouter(include_in_schema=False)
 
     @router.get("/")
@@ -153,17 +194,9 @@ def dashboard_router(assets: Mapping[str, Asset] | None = None) -> APIRouter:
         """The dashboard (a single page; it routes with the URL fragment: #/jobs, #/history)."""
         return index.response(if_none_match)
 
-    @router.get("/static/{name:path}")
-    def dashboard_asset(name: Annotated[str, Path(max_length=200)],
-                        if_none_match: Annotated[str | None, Header()] = None) -> Response:
-        """One of the dashboard's files."""
-        asset = files.get(name)
-        if asset is None or name == "index.html":
-            raise ApiError(404, f"the dashboard has no file {name!r}", field="name")
-        return asset.response(if_none_match)
-
+    router.mount("/static", DashboardFiles(), name="dashboard-static")
     return router
 
 
-__all__ = ["CONTENT_SECURITY_POLICY", "Asset", "dashboard_router", "load_assets", "metric_definitions", "page_meta",
-           "render_index"]
+__all__ = ["CONTENT_SECURITY_POLICY", "Asset", "DashboardFiles", "dashboard_router", "load_assets",
+           "metric_definitions", "page_meta", "render_index"]

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from nictune.api.auth import ReadToken
 from nictune.api.deps import get_db, get_manager, get_notifier, get_settings
+from nictune.api.errors import ApiError
 from nictune.api.events import JobEventStream
+from nictune.api.limits import StreamLimitError, StreamSlots
 from nictune.api.routers.jobs import JobId, require_job
 from nictune.api.schemas.common import json_error_responses
 from nictune.db import session_scope
@@ -27,6 +31,12 @@ A `text/event-stream` of the job's progress:
   (`best`: trial number, configuration hash, mean with its confidence interval), chosen
   after the final race, which may overturn the last trial event's best so far; the stream
   closes.
+* `error`: the stream's token was revoked or expired (it is checked again every few
+  seconds); the stream closes.
+
+A token may have a few streams open at once, and the service a few dozen (settings
+`max_streams_per_token`, `max_streams`): one more is a 429 saying which limit and how
+many are open.
 
 Reconnect with `Last-Event-ID` (or `?after=N`) to receive only the trials after N.
 """
@@ -36,7 +46,7 @@ EVENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["data"],
     "properties": {
-        "event": {"type": "string", "enum": ["trial", "state", "end"]},
+        "event": {"type": "string", "enum": ["trial", "state", "end", "error"]},
         "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The trial number (trial events)."},
         "data": {"type": "string", "contentMediaType": "application/json",
                  "description": "JSON: the trial with the best so far (trial); job_id, state, cancel_requested "
@@ -52,9 +62,9 @@ _EXAMPLE = ('id: 0\nevent: trial\ndata: {"job_id":12,"number":0,"budget":60,"sta
 @router.get("/{job_id}/events", response_class=StreamingResponse, description=_DESCRIPTION,
             responses={200: {"description": "Server-sent events until the job ends.",
                              "content": {"text/event-stream": {"schema": EVENT_SCHEMA, "example": _EXAMPLE}}},
-                       **json_error_responses(401, 404, 422, 503)})
+                       **json_error_responses(401, 404, 422, 429, 503)})
 async def job_events(
-    request: Request, job_id: JobId, _token: ReadToken,
+    request: Request, job_id: JobId, token: ReadToken,
     last_event_id: Annotated[int | None, Header(alias="Last-Event-ID", ge=-1, le=2**31 - 1,
                                                 description="Last trial number received.")] = None,
     after: Annotated[int | None, Query(ge=-1, le=2**31 - 1,
@@ -68,9 +78,24 @@ async def job_events(
             require_job(s, job_id)
 
     await run_in_threadpool(check)
+    slots: StreamSlots = request.app.state.streams
+    try:
+        slot = slots.acquire(token.name)
+    except StreamLimitError as exc:
+        raise ApiError(429, exc.message, field="token", allowed=exc.allowed, headers={"Retry-After": "10"}) from None
     start = after if after is not None else (last_event_id if last_event_id is not None else -1)
-    stream = JobEventStream(dbe, get_manager(request), get_notifier(request), get_settings(request), job_id, start)
-    return StreamingResponse(aiter(stream), media_type="text/event-stream",
+    stream = JobEventStream(dbe, get_manager(request), get_notifier(request), get_settings(request), job_id, start,
+                            token_id=token.id)
+
+    async def events() -> AsyncIterator[str]:
+        try:
+            async for message in stream:
+                yield message
+        finally:
+            slot.release()
+
+    # The background task frees the slot too when the body never started (release is idempotent).
+    return StreamingResponse(events(), media_type="text/event-stream", background=BackgroundTask(slot.release),
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 

@@ -12,7 +12,7 @@ from nictune.api.auth import ReadToken, SubmitToken
 from nictune.api.cache import VersionedCache
 from nictune.api.deps import get_db, get_manager, get_settings
 from nictune.api.errors import ApiError
-from nictune.api.manager import FINAL_STATES, JobManager
+from nictune.api.manager import FINAL_STATES, JobManager, TooManyPendingJobs
 from nictune.api.pagination import Limit, Offset, json_response, next_page
 from nictune.api.queries.jobs import JobFilters, job_header, jobs_page, load_job, trial_counts
 from nictune.api.queries.trials import TrialFilters, ordered_ids, trials_by_ids, trials_page
@@ -52,16 +52,22 @@ def read_job(dbe: DbEngine, manager: JobManager, job_id: int) -> JobOut:
              responses={201: {"description": "The job is stored and queued; `Location` is its URL.",
                               "headers": {"Location": {"description": "URL of the job",
                                                        "schema": {"type": "string"}}}},
-                        **error_responses(400, 401, 403, 413, 422, 503)})
-def submit_job(body: JobCreate, response: Response, _token: SubmitToken, dbe: Db, manager: Manager,
+                        **error_responses(400, 401, 403, 413, 422, 429, 503)})
+def submit_job(body: JobCreate, response: Response, token: SubmitToken, dbe: Db, manager: Manager,
                settings: Annotated[ApiSettings, Depends(get_settings)]) -> JobOut:
     """Submit a job; it runs in the background (jobs on one testbed run one after another).
 
     Everything is validated before the job is stored: an unknown testbed, space, objective,
     engine or knob, a value outside its range, a negative budget or a malformed
-    constraint is a 422 naming the field and the allowed values.
+    constraint is a 422 naming the field and the allowed values. A token with
+    ``max_pending_jobs`` jobs pending or running gets a 429 saying so.
     """
-    job_id = manager.submit(build_spec(body, settings))
+    spec = build_spec(body, settings)
+    try:
+        job_id = manager.submit(spec, submitted_by=token.name)
+    except TooManyPendingJobs as exc:
+        raise ApiError(429, str(exc), field="token", allowed=f"at most {exc.limit} jobs pending or running per token",
+                       headers={"Retry-After": "30"}) from None
     response.headers["Location"] = f"/v1/jobs/{job_id}"
     return read_job(dbe, manager, job_id)
 
@@ -133,10 +139,10 @@ def job_trials(
                         202: {"description": "The job stops after the trial in flight (its settings "
                                              "restored) and then ends cancelled.", "model": JobOut},
                         **error_responses(401, 403, 404, 409, 422, 503)})
-def cancel_job(job_id: JobId, response: Response, _token: SubmitToken, dbe: Db, manager: Manager) -> JobOut:
+def cancel_job(job_id: JobId, response: Response, token: SubmitToken, dbe: Db, manager: Manager) -> JobOut:
     """Cancel a job. A 409 says the job has already ended (or runs in the CLI's process)."""
     with session_scope(dbe) as s:
         require_job(s, job_id)
-    stopping = manager.cancel(job_id)
+    stopping = manager.cancel(job_id, cancelled_by=token.name)
     response.status_code = 202 if stopping else 200
     return read_job(dbe, manager, job_id)

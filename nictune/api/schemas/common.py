@@ -55,12 +55,13 @@ class Page(BaseModel, Generic[ItemT]):
 
 _MEANING = {
     400: "Malformed request.",
-    401: "No token, or an unknown or revoked one.",
+    401: "No token, or an unknown, revoked or expired one.",
     403: "The token's role does not allow this call.",
     404: "No such resource.",
     409: "The resource is in a state that does not allow this.",
     413: "Request body too large.",
     422: "Invalid input: the body names the field and the allowed values.",
+    429: "The token (or the service) is at a limit: the body says which, and how many are in use.",
     503: "The database or the testbed is unavailable.",
 }
 

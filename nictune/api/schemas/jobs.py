@@ -283,6 +283,10 @@ class JobOut(BaseModel):
     finished_at: datetime | None
     error: str | None
     cancel_requested: bool = Field(description="A cancel was accepted; the job ends after the trial in flight.")
+    submitted_by: str | None = Field(None, description="The name of the API token that submitted the job "
+                                                       "(null for a job started from the CLI).")
+    cancelled_by: str | None = Field(None, description="The name of the API token that cancelled the job, if one "
+                                                       "did.")
     queue_position: int | None = Field(description="For a job waiting for its testbed: 1 = next; else null.")
     notices: list[str] = Field(
         default_factory=list, description="What the user should know about the job's figures, e.g. knobs of its "

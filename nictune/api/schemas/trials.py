@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from nictune.api.schemas.common import Page
-from nictune.measure._base import METRICS
+from nictune.measure import METRICS
 
 #: Sort keys of trial lists; a leading '-' sorts in descending order.
 SORT_FIELDS: tuple[str, ...] = ("number", "started_at", "finished_at", "score", *METRICS)

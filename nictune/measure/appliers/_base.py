@@ -15,7 +15,7 @@ from typing import Any
 
 from nictune.errors import InvalidInputError, MeasurementError, RestoreError
 from nictune.measure.hosts import Host
-from nictune.search_spaces._base import Family, Setting
+from nictune.search_spaces import Family, Setting
 
 
 @dataclass(frozen=True)

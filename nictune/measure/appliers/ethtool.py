@@ -14,7 +14,7 @@ from nictune.errors import HostCommandError, MeasurementError
 from nictune.measure.appliers._base import KeyValueApplier, ProbeResult
 from nictune.measure.hosts import Host
 from nictune.measure.validation import check_device, check_int_text, check_on_off, check_token
-from nictune.search_spaces._base import Family, Setting
+from nictune.search_spaces import Family, Setting
 
 _SECTION_MAX = "pre-set maximums"
 _SECTION_CUR = "current hardware settings"

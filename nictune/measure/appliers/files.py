@@ -29,7 +29,7 @@ from nictune.measure.validation import (
     check_token,
     parse_cpu_list,
 )
-from nictune.search_spaces._base import Family, Setting
+from nictune.search_spaces import Family, Setting
 
 _CPU_ROOT = "/sys/devices/system/cpu"
 

@@ -10,7 +10,7 @@ from nictune.errors import HostCommandError, MeasurementError
 from nictune.measure.appliers._base import KeyValueApplier, ProbeResult
 from nictune.measure.hosts import Host
 from nictune.measure.validation import check_device, check_int, check_int_text, check_token
-from nictune.search_spaces._base import Family, Setting
+from nictune.search_spaces import Family, Setting
 
 #: target -> (key in ``ip -j link`` output, smallest, largest value accepted here)
 _TARGETS: dict[str, tuple[str, int, int]] = {

@@ -17,7 +17,7 @@ from nictune.measure.validation import (
     invalid,
     parse_cpu_list,
 )
-from nictune.search_spaces._base import Family, Setting
+from nictune.search_spaces import Family, Setting
 
 #: Root qdiscs nictune may set (no parameters: the kernel's defaults for each). ``noqueue``
 #: means "no qdisc": the default of virtual devices (veth), reached by deleting ours.

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from nictune.errors import InvalidInputError
 from nictune.measure.appliers._base import Applier
@@ -18,8 +19,8 @@ from nictune.measure.appliers.ip_link import IpLinkApplier
 from nictune.measure.appliers.qdisc import PlacementApplier, QdiscApplier
 from nictune.measure.appliers.sysctl import SysctlApplier
 from nictune.measure.validation import check_device
-from nictune.search_spaces import SearchSpace
-from nictune.search_spaces._base import Family, Setting
+from nictune.search_spaces import Family, Knob, SearchSpace, Setting, Value, load_space, space_from_dict
+from nictune.search_spaces.knobs import FloatKnob, IntKnob
 
 #: Family -> the applier for it. Families missing here (module parameters, PF_RING, the
 #: simulator's platform properties) cannot be set on a running host by nictune.
@@ -82,10 +83,22 @@ def validate_settings(settings: Iterable[Setting]) -> list[Setting]:
     return out
 
 
+def _values_to_check(knob: Knob) -> list[Value]:
+    """The values whose settings show whether a host would take every value of ``knob``: each
+    listed value of a choice or switch; of a range (an appliers' rule for a number is a range
+    too), its bounds, its default and the values it maps to settings of their own."""
+    if isinstance(knob, IntKnob | FloatKnob):
+        return list(dict.fromkeys([knob.default, knob.decode(0.0), knob.decode(1.0), *knob.settings]))
+    values = knob.values()
+    if values is None:
+        values = [knob.default, knob.decode(0.0), knob.decode(1.0)]
+    return list(dict.fromkeys(values))
+
+
 def check_space(space: SearchSpace) -> dict[str, str]:
     """Check every setting each knob of ``space`` stands for as a measurement would, before
     anything touches a host: its family, device, target and value (every listed value, or the
-    bounds and the default of a knob with too many to list).
+    bounds, the default and the mapped values of a range).
 
     Returns:
         the knobs only the simulator can set (their family has no applier), with why.
@@ -96,10 +109,7 @@ def check_space(space: SearchSpace) -> dict[str, str]:
     """
     sim_only: dict[str, str] = {}
     for name, knob in space.knobs.items():
-        values = knob.values()
-        if values is None:
-            values = list(dict.fromkeys([knob.default, knob.decode(0.0), knob.decode(1.0)]))
-        for value in values:
+        for value in _values_to_check(knob):
             for setting in knob.to_settings(value):
                 if setting.family in UNSUPPORTED:
                     sim_only.setdefault(name, UNSUPPORTED[setting.family])
@@ -110,3 +120,25 @@ def check_space(space: SearchSpace) -> dict[str, str]:
                     raise InvalidInputError(f"knob {name!r} = {value!r}: {exc}", field=f"knobs.{name}",
                                             allowed=exc.allowed) from None
     return sim_only
+
+
+def load_checked_space(source: str | Mapping[str, Any]) -> tuple[SearchSpace, dict[str, str]]:
+    """A space that passed every check there is, whatever testbed it is meant for: the one
+    check ``nictune spaces validate``, a ``--space`` of the CLI and a service's submission share.
+
+    The definition is checked (and capped, see :mod:`nictune.search_spaces.limits`) before any
+    knob is built, then every setting each knob stands for against the appliers' rules
+    (:func:`check_space`).
+
+    Args:
+        source: a built-in space's name, a space file's path, or a definition (plain data).
+
+    Returns:
+        the space, and the knobs only a simulated testbed can set (with why).
+
+    Raises:
+        SpaceDefinitionError: the definition is malformed or above a cap.
+        InvalidInputError: a knob value a real host would refuse (field ``knobs.NAME``).
+    """
+    space = load_space(source) if isinstance(source, str) else space_from_dict(dict(source))
+    return space, check_space(space)

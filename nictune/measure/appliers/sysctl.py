@@ -16,7 +16,7 @@ from nictune.errors import HostCommandError, MeasurementError, RestoreError
 from nictune.measure.appliers._base import Applier, ProbeResult, check_snapshot
 from nictune.measure.hosts import Host, is_global_sysctl, sysctl_path
 from nictune.measure.validation import check_sysctl_key, check_sysctl_value
-from nictune.search_spaces._base import Family, Setting
+from nictune.search_spaces import Family, Setting
 
 
 def _line(text: str) -> str:

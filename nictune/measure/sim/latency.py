@@ -54,8 +54,7 @@ import numpy as np
 from nictune.measure._base import LatencyProbe, Workload
 
 if TYPE_CHECKING:
-    from nictune.measure.sim.model import Host
-    from nictune.measure.sim.profiles import SimProfile
+    from nictune.measure.sim.profiles import Host, SimProfile
 
 #: Round trips drawn for the percentiles (p99.9 rests on the largest 20).
 SAMPLES = 20_000

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 
 from nictune.measure._base import Workload
 from nictune.measure.sim import latency
-from nictune.measure.sim.profiles import Key, SimProfile
-from nictune.search_spaces._base import Setting, SettingValue
+from nictune.measure.sim.profiles import Host, Key, SimProfile
+from nictune.search_spaces import Setting, SettingValue
 
 ETH_OVERHEAD = 38      # preamble 8 + header 14 + FCS 4 + inter-frame gap 12
 GSO_BYTES = 65536      # largest TSO/GSO/GRO aggregate
@@ -52,48 +52,6 @@ SEGMENTS_PER_DROP = 6.0  # segments a TCP tail drop takes with it (whole GRO/TSO
 
 
 # --------------------------------------------------------------------------- settings
-@dataclass(frozen=True)
-class Host:
-    """The settings the model reads, resolved from the profile defaults and a configuration."""
-
-    mtu: int
-    txqueuelen: int
-    backlog: int
-    rx_ring: int
-    pause: bool
-    adaptive: bool
-    rx_usecs: int
-    rx_frames: int
-    busy_poll_us: int
-    napi_defer: int
-    gro_flush_ns: int
-    gro: bool
-    lro: bool
-    tso: bool
-    gso: bool
-    rx_csum: bool
-    sg: bool
-    rmem_max: int
-    wmem_max: int
-    rmem_default: int
-    wmem_default: int
-    tcp_rmem_max: int
-    tcp_wmem_max: int
-    window_scaling: bool
-    sack: bool
-    timestamps: bool
-    qdisc: str
-    irq_policy: str
-    placement: str
-    governor: str
-    sys_tune: bool
-    high_rate_steer: bool
-    numa_buffers: bool
-    aligned: bool
-    no_shared: bool
-    pf: Mapping[str, tuple[str, int, int]]
-
-
 def resolve(defaults: Mapping[Key, SettingValue], settings: list[Setting]) -> dict[Key, SettingValue]:
     """Profile defaults overlaid with ``settings`` (multi-field sysctls merged field by field)."""
     eff = dict(defaults)

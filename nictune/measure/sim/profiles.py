@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from nictune.search_spaces._base import Family, SettingValue
+from nictune.search_spaces import Family, SettingValue
 
 #: Part of a simulated testbed's fingerprint, so measurements of different model versions are
 #: never mixed in the cache. 2: the runs report the bottleneck counters (drops per stage,
@@ -26,6 +26,49 @@ Key = tuple[str, str, str | None]
 
 def key(family: Family, target: str, device: str | None = None) -> Key:
     return (family.value, target, device)
+
+
+@dataclass(frozen=True)
+class Host:
+    """The settings the model reads, resolved from the profile defaults and a configuration
+    (:func:`nictune.measure.sim.model.host_from`)."""
+
+    mtu: int
+    txqueuelen: int
+    backlog: int
+    rx_ring: int
+    pause: bool
+    adaptive: bool
+    rx_usecs: int
+    rx_frames: int
+    busy_poll_us: int
+    napi_defer: int
+    gro_flush_ns: int
+    gro: bool
+    lro: bool
+    tso: bool
+    gso: bool
+    rx_csum: bool
+    sg: bool
+    rmem_max: int
+    wmem_max: int
+    rmem_default: int
+    wmem_default: int
+    tcp_rmem_max: int
+    tcp_wmem_max: int
+    window_scaling: bool
+    sack: bool
+    timestamps: bool
+    qdisc: str
+    irq_policy: str
+    placement: str
+    governor: str
+    sys_tune: bool
+    high_rate_steer: bool
+    numa_buffers: bool
+    aligned: bool
+    no_shared: bool
+    pf: Mapping[str, tuple[str, int, int]]
 
 
 @dataclass(frozen=True)

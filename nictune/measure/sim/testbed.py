@@ -14,7 +14,7 @@ from nictune.measure._base import Sample, Testbed, TrialResult, Workload
 from nictune.measure.sim.fidelity import noise_factor, rate_factor
 from nictune.measure.sim.model import evaluate, modelled_keys
 from nictune.measure.sim.profiles import MODEL_VERSION, SimProfile
-from nictune.search_spaces._base import Setting
+from nictune.search_spaces import Setting
 from nictune.search_spaces.space import SearchSpace
 
 if TYPE_CHECKING:

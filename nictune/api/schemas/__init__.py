@@ -1,0 +1,1 @@
+"""The API's request and response models (pydantic), one module per resource."""
