@@ -272,7 +272,7 @@ EVIL_SPACE = {"name": "evil", "knobs": {"probe": {"type": "choice", "choices": [
      "allowed: a space its hosts support: 'veth', or the one 'nictune spaces probe --testbed veth:{pair} "
      "--space linux-nic --out FITTED.yaml' writes"),
     (["--objective", "throughput", "--space", "{evil}"],
-     "error: space 'evil': knob 'probe' = 1: sysctl key: value 'net.core.$(id)' is not allowed",
+     "error: space '{evil}': knob 'probe' = 1: sysctl key: value 'net.core.$(id)' is not allowed",
      r"allowed: a key matching ^net\.(core|ipv4|ipv6)\."),
 ])
 def test_a_goal_or_space_a_veth_pair_cannot_measure_is_refused_before_anything_is_stored(
@@ -284,7 +284,7 @@ def test_a_goal_or_space_a_veth_pair_cannot_measure_is_refused_before_anything_i
                           "--budget", "2"], env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 2, res
     message = " ".join(res.stderr.split())
-    assert message.startswith(start.replace("{pair}", pair.name)), message
+    assert message.startswith(start.replace("{pair}", pair.name).replace("{evil}", str(evil))), message
     assert allowed.replace("{pair}", pair.name) in message, message
     assert "Traceback" not in res.stderr and res.stdout == ""
     listed = subprocess.run([sys.executable, "-m", "nictune", "history", "--json"], env=env, capture_output=True,
