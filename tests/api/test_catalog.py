@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import get_args
 
+import pytest
 from fastapi.testclient import TestClient
 
 from nictune.api.schemas.trials import SORT_FIELDS, SortKey
@@ -23,6 +24,9 @@ def test_spaces(shared_api: TestClient) -> None:
     assert missing.status_code == 404 and "benson-40g" in missing.json()["allowed"]
 
 
+@pytest.mark.slow
+
+
 def test_testbeds(api: TestClient) -> None:
     wait_for(api, submit(api, budget=2)["id"])
     body = api.get("/v1/testbeds").json()
@@ -37,6 +41,9 @@ def test_operator_allowed_testbeds_are_listed(make_api: AppFactory) -> None:
     with make_api(testbeds=["veth:nt9"]) as api:
         available = {t["name"]: t for t in api.get("/v1/testbeds").json()["available"]}
     assert available["veth:nt9"]["simulated"] is False and available["veth:nt9"]["kind"] == "veth"
+
+
+@pytest.mark.slow
 
 
 def test_metrics_are_prometheus_text(api: TestClient) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from nictune.api.client import ServerEvent, parse_events
@@ -15,6 +16,9 @@ def read_events(api: TestClient, job_id: int, **kwargs: object) -> list[ServerEv
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         return list(parse_events(response.iter_lines()))
+
+
+@pytest.mark.slow
 
 
 def test_follow_a_running_job_to_its_end(make_api: AppFactory) -> None:
@@ -38,6 +42,9 @@ def test_follow_a_running_job_to_its_end(make_api: AppFactory) -> None:
     assert rec["n"] == 2 and rec["low"] < rec["mean"] < rec["high"] and "90% CI" in rec["text"]
 
 
+@pytest.mark.slow
+
+
 def test_reconnecting_with_last_event_id_sends_only_what_was_missed(api: TestClient) -> None:
     job = wait_for(api, submit(api, budget=10)["id"])
 
@@ -50,6 +57,9 @@ def test_reconnecting_with_last_event_id_sends_only_what_was_missed(api: TestCli
     assert trials[0].data["best"]["number"] == job["best"]["number"]
 
 
+@pytest.mark.slow
+
+
 def test_a_cancelled_job_ends_its_stream(make_api: AppFactory) -> None:
     with make_api(trial_delay_s=0.05) as api:
         job = submit(api, budget=100)
@@ -58,6 +68,9 @@ def test_a_cancelled_job_ends_its_stream(make_api: AppFactory) -> None:
         events = read_events(api, job["id"])
     assert events[-1].event == "end" and events[-1].data["state"] == "cancelled"
     assert len([e for e in events if e.event == "trial"]) < 100
+
+
+@pytest.mark.slow
 
 
 def test_streams_close_after_events_max_s(make_api: AppFactory) -> None:

@@ -20,6 +20,9 @@ def run_two_jobs(api: TestClient) -> list[dict]:
     return [wait_for(api, job["id"]) for job in jobs]
 
 
+@pytest.mark.slow
+
+
 def test_best_ranks_configurations_across_jobs(api: TestClient) -> None:
     jobs = run_two_jobs(api)
     best = api.get("/v1/history/best", params={"testbed": "sim:benson-40g", "workload": "tcp", "top": 5}).json()
@@ -41,6 +44,9 @@ def test_best_ranks_configurations_across_jobs(api: TestClient) -> None:
     assert all(item["trials"] >= 2 for item in shared)
 
 
+@pytest.mark.slow
+
+
 def test_best_first_is_what_a_racing_job_recommends_not_a_lucky_single_run(api: TestClient) -> None:
     job = wait_for(api, submit(api, budget=14, seed=2, repeats=3, objectives=["throughput"])["id"])
     rec = api.get(f"/v1/jobs/{job['id']}").json()["recommendation"]
@@ -55,6 +61,9 @@ def test_best_first_is_what_a_racing_job_recommends_not_a_lucky_single_run(api: 
     # the seed-3 job's was: ranked by the plain mean, it would come first).
     assert all(item["interval"]["low"] <= items[0]["interval"]["low"] for item in items)
     assert any(item["measurements"] == 1 and item["objective_value"] > items[0]["objective_value"] for item in items)
+
+
+@pytest.mark.slow
 
 
 def test_best_honours_objective_and_constraints(api: TestClient) -> None:
@@ -74,6 +83,9 @@ def test_best_honours_objective_and_constraints(api: TestClient) -> None:
     assert empty["items"] == []
 
 
+@pytest.mark.slow
+
+
 def test_the_cli_ranks_the_best_as_the_api_does(api: TestClient, engine: Engine) -> None:
     """`nictune history best` on a local database and GET /v1/history/best are one ranking:
     the same configurations in the same order with the same intervals, for a maximised, a
@@ -90,6 +102,9 @@ def test_the_cli_ranks_the_best_as_the_api_does(api: TestClient, engine: Engine)
             assert row["measurements"] == item["measurements"] and row["jobs"] == item["jobs"]
             for end in ("mean", "low", "high"):
                 assert row["interval"][end] == pytest.approx(item["interval"][end], rel=1e-9)
+
+
+@pytest.mark.slow
 
 
 def test_history_trials_filter_by_knob_and_time(api: TestClient) -> None:
@@ -114,6 +129,9 @@ def test_history_trials_filter_by_knob_and_time(api: TestClient) -> None:
     sorted_items = api.get(url, params={"sort": "-throughput_gbps", "limit": 5}).json()["items"]
     top = [t["metrics"]["throughput_gbps"] for t in sorted_items]
     assert top == sorted(top, reverse=True)
+
+
+@pytest.mark.slow
 
 
 def test_configuration_lists_every_measurement(api: TestClient) -> None:
@@ -149,6 +167,9 @@ def test_a_job_run_by_the_cli_is_visible_through_the_api(api: TestClient, db_url
     best = api.get("/v1/history/best", params={"testbed": "sim:mishra-10g"}).json()
     assert best["items"][0]["jobs"] == [job_id]
     assert json.loads(json.dumps(best))["simulated"] is True
+
+
+@pytest.mark.slow
 
 
 def test_best_is_recomputed_when_new_results_arrive(api: TestClient) -> None:

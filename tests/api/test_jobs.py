@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.api.conftest import AppFactory
 
 from .support import submit, wait_for
+
+
+@pytest.mark.slow
 
 
 def test_submit_runs_the_job_in_the_background(api: TestClient) -> None:
@@ -35,6 +39,9 @@ def test_submit_runs_the_job_in_the_background(api: TestClient) -> None:
     assert job["eta_s"] is None and job["finished_at"] is not None
 
 
+@pytest.mark.slow
+
+
 def test_a_job_whose_engine_runs_out_before_the_budget_says_when(api: TestClient) -> None:
     small = wait_for(api, submit(api, testbed="sim:ixgbe-10g", budget=20)["id"])  # a space of 8 configurations
     assert small["state"] == "completed" and small["progress"]["done"] == 8
@@ -48,6 +55,9 @@ def test_a_job_whose_engine_runs_out_before_the_budget_says_when(api: TestClient
     assert listed[0]["engine_done_at"] == 8
     spent = wait_for(api, submit(api, testbed="sim:ixgbe-10g", budget=4, warm_start=False)["id"])
     assert spent["progress"]["done"] == 4 and spent["engine_done_at"] is None
+
+
+@pytest.mark.slow
 
 
 def test_trials_are_paginated_and_sortable_by_any_metric(api: TestClient) -> None:
@@ -73,6 +83,9 @@ def test_trials_are_paginated_and_sortable_by_any_metric(api: TestClient) -> Non
     assert scored[0]["number"] == job["best"]["number"]
 
 
+@pytest.mark.slow
+
+
 def test_list_jobs_filters_and_paginates(api: TestClient) -> None:
     before = datetime.now(UTC) - timedelta(seconds=1)
     a = submit(api, testbed="sim:benson-40g", objectives=["throughput"])
@@ -94,6 +107,9 @@ def test_list_jobs_filters_and_paginates(api: TestClient) -> None:
     assert everything["items"][0]["best"] is None  # lists stay cheap
 
 
+@pytest.mark.slow
+
+
 def test_jobs_on_one_testbed_wait_for_each_other(make_api: AppFactory) -> None:
     with make_api(trial_delay_s=0.05) as api:
         first = submit(api, budget=20)  # at least a second, paced
@@ -110,6 +126,9 @@ def test_jobs_on_one_testbed_wait_for_each_other(make_api: AppFactory) -> None:
     )
     assert two[0] >= one[1], "the second job on the testbed started before the first ended"
     assert three[0] < one[1], "a job on another testbed should not wait"
+
+
+@pytest.mark.slow
 
 
 def test_cancel_a_running_job_ends_it_cancelled_after_the_trial_in_flight(make_api: AppFactory) -> None:

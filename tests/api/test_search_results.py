@@ -3,9 +3,13 @@ noise estimate and the Pareto front of multi-objective jobs."""
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.api.support import submit, wait_for
+
+
+@pytest.mark.slow
 
 
 def test_a_single_objective_job_shows_its_recommendation_and_noise(api: TestClient) -> None:
@@ -16,6 +20,9 @@ def test_a_single_objective_job_shows_its_recommendation_and_noise(api: TestClie
     assert rec["low"] < rec["mean"] < rec["high"] and "±" in rec["text"]
     assert 0 < job["noise"]["objective"]["cv"] < 0.2
     assert job["runs"] >= 12 and job["front"] is None
+
+
+@pytest.mark.slow
 
 
 def test_two_objectives_run_nsga2_and_return_the_front(api: TestClient) -> None:
@@ -32,6 +39,9 @@ def test_a_single_objective_engine_with_two_objectives_is_a_422(api: TestClient)
     assert body["field"] == "engine" and "nsga2" in body["allowed"]
 
 
+@pytest.mark.slow
+
+
 def test_a_service_job_whose_race_moves_ends_with_its_recommendation_measured_to_its_repeats(
         api: TestClient) -> None:
     """Issue 34 through the service: noise high enough (40 % CV) and a loss limit near it make
@@ -43,6 +53,9 @@ def test_a_service_job_whose_race_moves_ends_with_its_recommendation_measured_to
     assert job["state"] == "completed", job
     assert job["race"]["decided"] is True and 0 < job["race"]["measurements"] <= job["race"]["cap"]
     assert job["recommendation"]["n"] >= 3
+
+
+@pytest.mark.slow
 
 
 def test_short_runs_first_through_the_service(api: TestClient) -> None:

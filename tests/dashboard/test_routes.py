@@ -102,6 +102,9 @@ def test_the_metadata_cannot_close_its_script_element() -> None:
         "x": "</script><script>alert(1)</script>&"}
 
 
+@pytest.mark.slow
+
+
 def test_the_dashboard_stays_out_of_the_openapi_document(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert "/" not in paths and not any(p.startswith("/static") for p in paths)
@@ -113,6 +116,9 @@ def test_the_dashboard_stays_out_of_the_openapi_document(client: TestClient) -> 
         warnings.simplefilter("always")
         app.openapi()  # type: ignore[attr-defined]
     assert not [str(w.message) for w in caught if "Duplicate Operation ID" in str(w.message)]
+
+
+@pytest.mark.slow
 
 
 def test_exports_match_what_nictune_export_writes(client: TestClient, tokens: Tokens, sqlite_url: str) -> None:

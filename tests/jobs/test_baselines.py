@@ -25,6 +25,9 @@ from nictune.jobs.runner import start_configs
 from nictune.optimizer import Goal
 from nictune.search_spaces import load_space
 
+pytestmark = pytest.mark.slow  # its module fixtures run whole jobs
+
+
 STOCK = ["tuned-network-throughput", "tuned-network-latency", "esnet"]
 BENSON = load_space("benson-40g")
 

@@ -31,6 +31,9 @@ def clean_value(config: dict, workload: str) -> dict[str, float]:
     return bed.clean(BENSON.settings(BENSON.configuration(config)), get_workload(workload))
 
 
+@pytest.mark.slow
+
+
 def test_ga_reaches_95_percent_of_the_tcp_optimum(engine: Engine) -> None:
     """Benson TCP, budget 60: the recommended configuration's noise-free throughput is
     >= 95% of the optimum (coordinate search, = wire goodput at MTU 9000) and the untuned
@@ -51,6 +54,9 @@ def test_ga_reaches_95_percent_of_the_tcp_optimum(engine: Engine) -> None:
     assert default < 10 < best
 
 
+@pytest.mark.slow
+
+
 def test_udp_with_loss_constraint_finds_a_feasible_configuration(engine: Engine) -> None:
     job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="udp",
                                      constraints=["loss<=0.1"], budget=60, seed=5, engine="ga"))
@@ -61,6 +67,9 @@ def test_udp_with_loss_constraint_finds_a_feasible_configuration(engine: Engine)
     untuned = clean_value(BENSON.default().as_dict(), "udp")
     assert clean["loss_pct"] <= 0.15  # measured feasible; noise-free within noise of the bound
     assert clean["throughput_gbps"] > 2 * untuned["throughput_gbps"]
+
+
+@pytest.mark.slow
 
 
 def test_second_identical_job_measures_nothing_twice(engine: Engine) -> None:
@@ -205,6 +214,9 @@ def test_kill_9_then_resume_loses_nothing_and_measures_nothing_twice(db_url: str
         eng.dispose()
 
 
+@pytest.mark.slow
+
+
 def test_a_job_whose_trials_all_fail_stops_after_five_and_resumes_once_fixed(engine: Engine) -> None:
     from nictune.errors import MeasurementError
     from nictune.jobs.runner import FAIL_FAST
@@ -247,6 +259,9 @@ def test_fewer_failures_in_a_row_than_the_streak_after_a_success_do_not_stop_the
                                      racing=False))
     outcome = run_on(engine, job, FailsAfterTheFirst)
     assert (outcome.state, outcome.measured, outcome.failed) == ("completed", 1, FAIL_STREAK - 1)
+
+
+@pytest.mark.slow
 
 
 def test_a_testbed_that_breaks_mid_job_stops_it_after_ten_failures_in_a_row(engine: Engine) -> None:

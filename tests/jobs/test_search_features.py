@@ -40,6 +40,9 @@ def _first_throughput(trial: db.Trial) -> float:
     return float(min(trial.measurements, key=lambda m: m.id).metrics["throughput_gbps"])
 
 
+@pytest.mark.slow
+
+
 def test_racing_measures_each_configuration_once_then_races_the_best_and_stores_the_noise(
         engine: Engine) -> None:
     spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="udp", budget=30, seed=2,
@@ -97,6 +100,9 @@ def stopping_after(measurements: int, stop: threading.Event) -> Any:
     return lambda testbed, noise: Stopping(testbed, noise=noise)
 
 
+@pytest.mark.slow
+
+
 def test_a_job_stopped_in_its_final_race_resumes_it_to_the_uninterrupted_answer(tmp_path: Any) -> None:
     spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="udp", budget=10, seed=3,
                    noise=0.03, repeats=3, warm_start=False)
@@ -124,6 +130,9 @@ def test_without_racing_every_configuration_gets_its_repeats(engine: Engine) -> 
                    racing=False)
     outcome = JobRunner(engine).run(create_job(engine, spec))
     assert [_runs(t) for t in _trials(engine, outcome.job_id)] == [2] * 8
+
+
+@pytest.mark.slow
 
 
 def test_warm_start_reuses_history_and_never_measures_a_configuration_twice(engine: Engine) -> None:
@@ -161,6 +170,9 @@ def test_a_cached_trial_measured_again_in_the_final_race_still_counts_as_from_th
     assert report["measured"] + report["cached"] == report["trials"]
 
 
+@pytest.mark.slow
+
+
 def test_a_stopped_warm_started_job_resumes_to_the_same_trials(engine: Engine) -> None:
     base = dict(objectives=["throughput"], testbed="sim:benson-40g", budget=12, seed=4)
     JobRunner(engine).run(create_job(engine, JobSpec(**base)))  # type: ignore[arg-type]
@@ -178,6 +190,9 @@ def test_a_stopped_warm_started_job_resumes_to_the_same_trials(engine: Engine) -
     assert done.state == "completed" and done.trials == 12
     hashes = [t.configuration.hash for t in _trials(engine, job)]
     assert len(set(hashes)) == 12
+
+
+@pytest.mark.slow
 
 
 def test_diagnose_rounds_read_the_counters_and_a_stopped_job_resumes_to_the_same_trials(tmp_path: Any) -> None:
@@ -306,6 +321,9 @@ class _SlowPool(Executor):
                 self.active -= 1
 
 
+@pytest.mark.slow
+
+
 def test_batches_run_in_parallel_and_replay_identically(tmp_path: Any) -> None:
     spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", engine="ga", budget=12, seed=8,
                    engine_params={"population": 4}, racing=False, repeats=1, warm_start=False)
@@ -366,6 +384,9 @@ MOVING = dict(objectives=["throughput"], testbed="sim:cai-100g", workload="udp",
               engine="random", budget=15, seed=7, noise=0.4, repeats=3, warm_start=False)
 
 
+@pytest.mark.slow
+
+
 def test_a_race_whose_recommendation_moves_ends_with_the_recommendation_measured_to_its_repeats(
         engine: Engine) -> None:
     notices: list[str] = []
@@ -382,6 +403,9 @@ def test_a_race_whose_recommendation_moves_ends_with_the_recommendation_measured
     assert any("which could still be better" in n for n in notices) or race["measurements"] > 2, notices
 
 
+@pytest.mark.slow
+
+
 def test_a_moving_race_stopped_halfway_resumes_to_a_recommendation_with_its_repeats(tmp_path: Any) -> None:
     spec = JobSpec(**MOVING)  # type: ignore[arg-type]
     stop = threading.Event()
@@ -394,6 +418,9 @@ def test_a_moving_race_stopped_halfway_resumes_to_a_recommendation_with_its_repe
     best = next(t for t in _trials(engine, job) if t.number == report["recommendation"]["number"])
     assert _runs(best) >= 3
     engine.dispose()
+
+
+@pytest.mark.slow
 
 
 def test_a_race_that_reaches_its_cap_says_so_and_recommends_a_configuration_with_its_repeats(

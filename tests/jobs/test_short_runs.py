@@ -29,6 +29,9 @@ def _trials(engine: Engine, job_id: int) -> list[db.Trial]:
         return trials
 
 
+@pytest.mark.slow
+
+
 def test_short_runs_screen_new_configurations_and_only_full_runs_are_a_fitness(engine: Engine) -> None:
     job = create_job(engine, SPEC)
     outcome = JobRunner(engine).run(job)
@@ -63,6 +66,9 @@ def test_short_runs_screen_new_configurations_and_only_full_runs_are_a_fitness(e
     assert rec not in {t.configuration.hash for t in screened}
 
 
+@pytest.mark.slow
+
+
 def test_a_second_job_judges_on_the_stored_short_run_and_measures_nothing_twice(engine: Engine) -> None:
     first = create_job(engine, SPEC)
     JobRunner(engine).run(first)
@@ -76,6 +82,9 @@ def test_a_second_job_judges_on_the_stored_short_run_and_measures_nothing_twice(
         assert t.summary["short"]["reused"]
         if t.summary.get("screened"):
             assert t.source == "cache" and not t.measurements
+
+
+@pytest.mark.slow
 
 
 def test_a_resumed_job_keeps_its_short_runs_and_their_calibration(engine: Engine) -> None:

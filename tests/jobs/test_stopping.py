@@ -48,6 +48,9 @@ def _recommended_with_repeats(engine: Engine, job_id: int, repeats: int = 3) -> 
     return report
 
 
+@pytest.mark.slow
+
+
 def test_patience_stops_the_job_and_the_final_race_still_runs(engine: Engine, tmp_path: Any) -> None:
     outcome = JobRunner(engine).run(create_job(engine, JobSpec(**LONG, patience=8)))
     assert outcome.state == "completed" and outcome.stop_reason == "patience"
@@ -64,6 +67,9 @@ def test_patience_stops_the_job_and_the_final_race_still_runs(engine: Engine, tm
     assert "[patience]; stopping rules: patience 8" in page
 
 
+@pytest.mark.slow
+
+
 def test_a_time_limit_ends_the_job_before_it_with_its_final_race(engine: Engine) -> None:
     limit = 4.0
     job = create_job(engine, JobSpec(**LONG, time_limit_s=limit))
@@ -77,6 +83,9 @@ def test_a_time_limit_ends_the_job_before_it_with_its_final_race(engine: Engine)
     assert report["elapsed_s"] < limit and report["time_limit_s"] == limit
     assert report["race"]["decided"] is True  # the estimate left the race its time
     assert "within the time limit of 4s (" in report["stop_text"], report["stop_text"]
+
+
+@pytest.mark.slow
 
 
 def test_a_resumed_job_keeps_its_time_limit_counted_over_its_whole_life(engine: Engine) -> None:
@@ -96,6 +105,9 @@ def test_a_resumed_job_keeps_its_time_limit_counted_over_its_whole_life(engine: 
     assert used < report["elapsed_s"] < limit
 
 
+@pytest.mark.slow
+
+
 def test_a_resumed_job_keeps_its_patience(tmp_path: Any) -> None:
     trials = {}
     for name in ("straight", "stopped"):  # a database each: no answers from the other's cache
@@ -111,6 +123,9 @@ def test_a_resumed_job_keeps_its_patience(tmp_path: Any) -> None:
         trials[name] = resumed.trials
         engine.dispose()
     assert trials["stopped"] == trials["straight"] < 200  # the same search, stopped at the same trial
+
+
+@pytest.mark.slow
 
 
 def test_the_bayes_expected_improvement_rule_stops_a_job(engine: Engine) -> None:

@@ -29,6 +29,9 @@ def best_after(engine_name: str, seed: int, budget: int, fitness, **kwargs) -> f
     return best[1].value
 
 
+@pytest.mark.slow
+
+
 def test_bayes_beats_random_search_on_a_separable_toy() -> None:
     space = load_space("benson-40g")
     fitness = separable(space, BENSON_TARGET)
@@ -36,6 +39,9 @@ def test_bayes_beats_random_search_on_a_separable_toy() -> None:
     bayes = [best_after("bayes", s, 60, fitness, start=start) for s in range(2)]
     rand = [best_after("random", s, 60, fitness, start=start) for s in range(2)]
     assert statistics.fmean(bayes) > statistics.fmean(rand) + 1.0
+
+
+@pytest.mark.slow
 
 
 def test_bayes_finds_a_near_optimal_udp_configuration_on_the_noise_free_model() -> None:
@@ -67,6 +73,9 @@ def test_a_round_holds_batch_configurations_and_waits_for_its_scores() -> None:
     assert len({c.hash for c in first + second}) == 5
 
 
+@pytest.mark.slow
+
+
 def test_warm_start_feeds_the_model_and_is_never_proposed_again() -> None:
     space = load_space("benson-40g")
     fitness = separable(space, BENSON_TARGET)
@@ -88,6 +97,9 @@ def test_warm_start_feeds_the_model_and_is_never_proposed_again() -> None:
     assert statistics.fmean(fitness(c) for c in warm_asked) > statistics.fmean(fitness(c) for c in cold_asked)
 
 
+@pytest.mark.slow
+
+
 def test_infeasible_region_is_left_for_the_feasible_one() -> None:
     space = load_space("benson-40g")
     fitness = separable(space, BENSON_TARGET)
@@ -106,6 +118,9 @@ def test_infeasible_region_is_left_for_the_feasible_one() -> None:
             told += 1
     best = engine.best()
     assert best is not None and best[1].feasible
+
+
+@pytest.mark.slow
 
 
 def test_tpe_surrogate_proposes_valid_unique_configurations_deterministically() -> None:

@@ -119,6 +119,7 @@ def test_without_counters_a_diagnose_round_is_a_global_one() -> None:
 
 
 @pytest.mark.parametrize("surrogate", ["gp", "tpe"])
+@pytest.mark.slow
 def test_diagnose_rounds_find_the_linux_nic_optimum_from_the_default(surrogate: str) -> None:
     """From the untuned default alone, on the noise-free model: diagnose rounds between the
     global ones reach 98 % of the vendor guide's throughput (the model's optimum) within 50

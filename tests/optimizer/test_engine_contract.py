@@ -80,6 +80,7 @@ class TestEngineContract:
     """Every engine in ENGINES honours the ask/tell contract."""
 
     @pytest.mark.parametrize("space_name", SPACES)
+    @pytest.mark.slow
     def test_asked_configurations_are_valid_and_canonical(
         self, engine_name: str, space_name: str
     ) -> None:
@@ -92,6 +93,7 @@ class TestEngineContract:
             assert set(config) == set(space.active(config))
 
     @pytest.mark.parametrize("space_name", SPACES)
+    @pytest.mark.slow
     def test_no_configuration_is_asked_twice(self, engine_name: str, space_name: str) -> None:
         space = space_named(space_name)
         engine = make_engine(engine_name, space, seed=5, start=start_of(space))
@@ -100,6 +102,7 @@ class TestEngineContract:
         assert len(hashes) == len(set(hashes))
 
     @pytest.mark.parametrize("space_name", ["benson-40g", "toy-mixed"])
+    @pytest.mark.slow
     def test_same_seed_same_tells_same_asks(self, engine_name: str, space_name: str) -> None:
         space = space_named(space_name)
         first = [c.hash for c in run(make_engine(engine_name, space, seed=11,
@@ -111,6 +114,8 @@ class TestEngineContract:
         other_batch = [c.hash for c in run(make_engine(engine_name, space, seed=11,
                                                        start=start_of(space)), 80, 3)]
         assert other_batch[: len(first)] == first[: len(other_batch)]
+
+    @pytest.mark.slow
 
     def test_different_seeds_explore_differently(self, engine_name: str) -> None:
         if engine_name == "ofat":
@@ -156,6 +161,8 @@ class TestEngineContract:
         if engine_name == "random":
             assert len(asked) == 8
 
+    @pytest.mark.slow
+
     def test_repeated_and_unasked_tells_are_harmless(self, engine_name: str) -> None:
         space = load_space("benson-40g")
         engine = make_engine(engine_name, space, seed=4)
@@ -169,6 +176,8 @@ class TestEngineContract:
         assert best is not None and best[1] == Score(True, 1.0)
         asked = batch + run(engine, 150, 6)
         assert outsider not in asked
+
+    @pytest.mark.slow
 
     def test_best_is_the_best_told(self, engine_name: str) -> None:
         space = load_space("benson-40g")

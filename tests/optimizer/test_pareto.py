@@ -102,6 +102,7 @@ _value = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinit
 @settings(max_examples=300, deadline=None)
 @given(st.integers(min_value=2, max_value=3).flatmap(
     lambda k: st.lists(st.tuples(*[_value] * k), min_size=1, max_size=40)))
+@pytest.mark.slow
 def test_the_recommendation_is_a_front_member_no_measured_point_dominates(vectors: list[tuple[float, ...]]) -> None:
     items = [(i, MultiScore(True, v[0], 0.0, v)) for i, v in enumerate(vectors)]
     front = pareto_front(items)

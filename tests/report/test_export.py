@@ -29,6 +29,9 @@ from nictune.report import build_report
 from nictune.search_spaces import Family, load_space, space_from_dict
 from tests.report.conftest import Jobs
 
+pytestmark = pytest.mark.slow  # its module fixtures run whole jobs
+
+
 # The [net] options of TuneD's net plugin and the parameter names it accepts in each
 # (tuned/plugins/plugin_net.py: _get_config_options and _get_config_options_*).
 TUNED_NET_OPTIONS = {"devices", "type", "dynamic", "wake_on_lan", "nf_conntrack_hashsize", "features",

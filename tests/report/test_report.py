@@ -21,6 +21,9 @@ from nictune.report import Report, build_report, knob_importance, load_job, ofat
 from nictune.report.figures import fmt
 from tests.report.conftest import Jobs
 
+pytestmark = pytest.mark.slow  # its module fixtures run whole jobs
+
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from nictune import metrics
 from nictune.formatting import format_number
 from nictune.jobs.report import knob_changes
@@ -67,6 +69,9 @@ def test_timestamps_are_human_without_microseconds(jobs: Jobs, ga_report: Report
     assert human_time("2026-11-27T09:14:59.123456") == "2026-11-27 09:14 UTC"
     assert human_time("2026-11-27T10:14:00+01:00") == "2026-11-27 09:14 UTC"
     assert human_time(None) == "-"
+
+
+@pytest.mark.slow
 
 
 def test_metric_tables_show_labels_and_units_and_numbers_from_the_one_formatter(jobs: Jobs,

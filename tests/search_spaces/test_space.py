@@ -126,6 +126,7 @@ def test_size_counts_conditional_knobs() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), name=st.sampled_from(sorted(REQUIRED)))
+@pytest.mark.slow
 def test_samples_and_repairs_are_always_valid(seed: int, name: str) -> None:
     space = load_space(name)
     rng = random.Random(seed)
