@@ -132,7 +132,7 @@ class BodySizeLimit:
         await send({"type": "http.response.body", "body": body})
 
 
-class StreamLimitError(Exception):
+class StreamLimitError(NictuneError):
     """No stream slot is free (for this token, or in the whole service).
 
     Attributes:
