@@ -18,6 +18,7 @@ import shutil
 import sys
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -197,41 +198,42 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-_HOST_BEFORE = pytest.StashKey[dict[str, object]]()
+@dataclass(frozen=True)
+class _HostState:
+    """What the suite must leave as it found it."""
+
+    usable: bool  # root with iproute2: namespaces and links can be listed
+    sysctls: dict[str, str]
+    namespaces: frozenset[str]
+    links: frozenset[str]
 
 
-def _host_state() -> dict[str, object]:
+_HOST_BEFORE = pytest.StashKey[_HostState]()
+
+
+def _host_state() -> _HostState:
     from nictune.measure.hosts import LocalHost
     from nictune.measure.veth import list_namespaces
     from tests.measure.support import global_sysctls
 
     usable = os.geteuid() == 0 and shutil.which("ip") is not None
-    return {"usable": usable, "sysctls": global_sysctls(),
-            "namespaces": set(list_namespaces(LocalHost())) if usable else set(),
-            "links": _veth_links() if usable else set()}
+    return _HostState(usable, global_sysctls(),
+                      frozenset(list_namespaces(LocalHost())) if usable else frozenset(),
+                      frozenset(_veth_links()) if usable else frozenset())
 
 
-def _host_leaks(before: dict[str, object]) -> list[str]:
-    if not before["usable"]:
+def _host_leaks(before: _HostState) -> list[str]:
+    if not before.usable:
         return []
     from tests.measure.support import wait_no_processes
 
     after = _host_state()
-    problems = []
-    namespaces = sorted(after["namespaces"] - before["namespaces"])  # type: ignore[operator]
-    links = sorted(after["links"] - before["links"])  # type: ignore[operator]
     processes = wait_no_processes()
-    old, new = before["sysctls"], after["sysctls"]
-    changed = {k: (old[k], new.get(k)) for k in old if new.get(k) != old[k]}  # type: ignore[attr-defined,index]
-    if namespaces:
-        problems.append(f"namespaces left behind: {namespaces}")
-    if links:
-        problems.append(f"veth links left behind in the root namespace: {links}")
-    if processes:
-        problems.append(f"processes left behind: {processes}")
-    if changed:
-        problems.append(f"global sysctls changed: {changed}")
-    return problems
+    changed = {k: (v, after.sysctls.get(k)) for k, v in before.sysctls.items() if after.sysctls.get(k) != v}
+    found = {"namespaces left behind": sorted(after.namespaces - before.namespaces),
+             "veth links left behind in the root namespace": sorted(after.links - before.links),
+             "processes left behind": processes, "global sysctls changed": changed}
+    return [f"{what}: {leak}" for what, leak in found.items() if leak]
 
 
 def _veth_links() -> set[str]:

@@ -1,8 +1,8 @@
-"""Fixtures for the real-measurement tests: veth pairs, a real sshd, and the leak check.
+"""Fixtures for the real-measurement tests: veth pairs, a real sshd, a journal directory.
 
-Every namespace a test creates starts with ``ntt``. A session fixture records the
-machine's global sysctls first and, at the end, asserts that nothing is left behind: no
-``ntt*`` namespaces, no iperf3 or busy-loop processes, global sysctls unchanged.
+Every namespace a test creates starts with ``ntt``. The check that nothing is left behind
+(no new namespaces or veth links, no iperf3/sockperf/busy processes, global sysctls
+unchanged) runs once for the whole suite, in tests/conftest.py.
 """
 
 from __future__ import annotations
