@@ -145,4 +145,9 @@ def cancel_job(job_id: JobId, response: Response, token: SubmitToken, dbe: Db, m
         require_job(s, job_id)
     stopping = manager.cancel(job_id, cancelled_by=token.name)
     response.status_code = 202 if stopping else 200
-    return read_job(dbe, manager, job_id)
+    job = read_job(dbe, manager, job_id)
+    if stopping and job.state not in ("completed", "failed"):
+        # The view can read the job between the trial that ends it and its state "cancelled"
+        # (the runner's last write of its stats): the cancel this call accepted still stands.
+        job.cancel_requested = True
+    return job
