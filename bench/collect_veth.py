@@ -83,6 +83,23 @@ def build_design(space: SearchSpace, size: int, seed: int) -> list[dict[str, Any
     return out
 
 
+def extend_design(space: SearchSpace, design: list[dict[str, Any]], more: int, seed: int) -> list[dict[str, Any]]:
+    """``more`` new entries: the next points of the design's own Sobol sequence (same seed).
+
+    The sequence is drawn again from its start with the fixed entries excluded, exactly as
+    :func:`build_design` drew it, so its first points are the design's Sobol entries and the
+    ones after them are new. Fixed entries the space gained since (a new profile) come first.
+    """
+    fixed = {e["hash"] for e in design if not e["label"].startswith("sobol:")}
+    have = {e["hash"] for e in design}
+    sobol = sum(1 for e in design if e["label"].startswith("sobol:"))
+    points = space_filling(space, sobol + more, seed, exclude=fixed)
+    new = [c for c in points if c.hash not in have]
+    added = [e for e in build_design(space, 0, seed) if e["hash"] not in have]  # e.g. profiles added since
+    return added + [{"label": f"sobol:{sobol + i}", "hash": c.hash, "config": c.as_dict()}
+                    for i, c in enumerate(new)]
+
+
 def _command(argv: list[str]) -> str:
     try:
         return subprocess.run(argv, capture_output=True, text=True, check=False, timeout=10).stdout.strip()
@@ -150,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=2, help="passes over the design")
     ap.add_argument("--design-size", type=int, default=264, help="Sobol points besides the fixed entries")
     ap.add_argument("--seed", type=int, default=2811, help="scrambling seed of the Sobol design")
+    ap.add_argument("--extend", type=int, default=0, metavar="N",
+                    help="add N more points of the same Sobol sequence to an existing design (measured "
+                         "after the runs already planned for the pass they fall in)")
     ap.add_argument("--duration", type=float, default=10.0, help="seconds per run (the workloads' default)")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--retry-failed", action="store_true")
@@ -160,7 +180,13 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     design_path, runs_path, prov_path = args.out / "design.json", args.out / "runs.jsonl", args.out / "provenance.json"
     if design_path.exists():
-        design = json.loads(design_path.read_text())["entries"]
+        saved = json.loads(design_path.read_text())
+        design = saved["entries"]
+        if args.extend > 0:
+            design += extend_design(space, design, args.extend, saved["seed"])
+            saved["entries"] = design
+            design_path.write_text(json.dumps(saved, indent=1))
+            print(f"# design extended to {len(design)} configurations")
     else:
         design = build_design(space, args.design_size, args.seed)
         design_path.write_text(json.dumps({"space": args.space, "seed": args.seed, "entries": design}, indent=1))

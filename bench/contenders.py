@@ -9,7 +9,8 @@ recommend after each measurement, re-evaluated noise-free by the benchmark.
 
 * nictune's engines run the job loop's procedure (``nictune/jobs/runner.py``): every new
   configuration measured once and the engine told its score and mean metrics, then the final
-  race (``RacingPolicy.finalists`` measured once more, the recommended one to three runs),
+  race (``RacingPolicy.finalists`` measured once more, the recommended one to three runs;
+  as many finalists as a job of that budget races, ``RacingPolicy.final_race_for``),
   reserved inside the budget; recommendation ``RacingPolicy.recommend``. Engines do not know
   the budget, so the answer at budget ``B`` is the prefix of one run, finalised.
 * Optuna's samplers and SMAC run as their users write them: one measurement per trial, the
@@ -62,21 +63,30 @@ def _pad(xs: list[Any], budget: int) -> list[Any]:
 
 # ------------------------------------------------------------------ nictune
 def run_nictune(land: Landscape, engine: str, seed: int, budget: int, params: dict[str, Any] | None = None,
-                racing: bool = True) -> Run:
-    """The job loop's procedure without a database (see the module docstring)."""
+                racing: bool = True, final_race: Callable[[int], int] | None = None) -> Run:
+    """The job loop's procedure without a database (see the module docstring).
+
+    ``final_race`` maps a budget to the size of the final race (the job's rule by default).
+    """
     started = time.perf_counter()
     eng = make_engine(engine, land.space, seed=seed, params=params, start=land.start())
-    policy = RacingPolicy(land.goal)
-    reserve = policy.final_race + max(0, policy.max_repeats - 2) if racing else 0
-    limit = max(1, budget - reserve)
+    race_size = final_race or RacingPolicy.final_race_for
+    #: budget -> the policy of a job with that budget and the measurements its race reserves
+    policies: dict[int, RacingPolicy] = {}
+    for b in range(1, budget + 1):
+        size = race_size(b)
+        if size not in policies:
+            policies[size] = RacingPolicy(land.goal, final_race=size)
+    reserve_of = {size: p.final_race + max(0, p.max_repeats - 2) if racing else 0 for size, p in policies.items()}
+    limit = max(1, budget - reserve_of[race_size(budget)])
     run = Run(land.name, engine, seed, budget)
     trials: dict[str, list[dict[str, float]]] = {}
     configs: dict[str, Configuration] = {}
     best_found: tuple[Score, Configuration] | None = None
     plain: list[str | None] = []
-    final: list[str | None] = []
+    final: dict[int, list[str | None]] = {size: [] for size in policies}
 
-    def finalised() -> str | None:
+    def finalised(policy: RacingPolicy, reserve: int) -> str | None:
         """The recommendation of the job that ends here, after its final race (the job loop's
         ``JobRunner._final_race``), the race cut short where the budget ends."""
         t = {k: list(v) for k, v in trials.items()}
@@ -109,13 +119,15 @@ def run_nictune(land: Landscape, engine: str, seed: int, budget: int, params: di
             best_found = (clean, config)
         run.found.append(best_found[1].as_dict())
         if racing:
-            plain.append(policy.recommend(trials))
-            final.append(finalised())
+            plain.append(score_policy.recommend(trials))
+            for size, policy in policies.items():
+                final[size].append(finalised(policy, reserve_of[size]))
         else:
             best = max(trials, key=lambda h: land.goal.score(trials[h][0]))
             plain.append(best)
         return metrics
 
+    score_policy = policies[race_size(budget)]
     while run.evaluations < limit and not eng.finished:
         t0 = time.perf_counter()
         batch = eng.ask(1)
@@ -126,10 +138,13 @@ def run_nictune(land: Landscape, engine: str, seed: int, budget: int, params: di
             if run.evaluations >= limit:
                 break
             measure(config)
-            eng.tell(config, policy.score(trials[config.hash]), Goal.mean_metrics(trials[config.hash]))
+            eng.tell(config, score_policy.score(trials[config.hash]), Goal.mean_metrics(trials[config.hash]))
     for e in range(1, budget + 1):
+        size = race_size(e)
+        reserve = reserve_of[size]
         if racing and e > reserve:
-            rec = final[min(e - reserve, len(final)) - 1] if final else None
+            answers = final[size]
+            rec = answers[min(e - reserve, len(answers)) - 1] if answers else None
         else:
             rec = plain[min(e, len(plain)) - 1] if plain else None
         run.recommended.append(configs[rec].as_dict() if rec else None)
@@ -374,6 +389,13 @@ def available(name: str) -> str | None:
     return None
 
 
+#: Other rules for the size of the final race by budget (``bayes:race=NAME``; ``bayes:race=N``
+#: for a fixed size), measured against the job's own (:meth:`RacingPolicy.final_race_for`).
+RACE_RULES: dict[str, Callable[[int], int]] = {
+    "tenth": lambda b: max(1, min(3, b // 10 - 1)),
+}
+
+
 def run_contender(land: Landscape, name: str, seed: int, budget: int) -> Run:
     kind, engine, params = parse_contender(name)
     if kind == "optuna":
@@ -381,7 +403,9 @@ def run_contender(land: Landscape, name: str, seed: int, budget: int) -> Run:
     elif kind == "smac":
         run = run_smac(land, seed, budget)
     else:
-        run = run_nictune(land, engine, seed, budget, params or None, racing=kind == "nictune")
+        race = params.pop("race", None)  # experiments: race=N (a fixed final race) or a RACE_RULES name
+        sizes = None if race is None else RACE_RULES[race] if race in RACE_RULES else (lambda b, n=int(race): n)
+        run = run_nictune(land, engine, seed, budget, params or None, racing=kind == "nictune", final_race=sizes)
     run.contender = name
     run.recommended = _pad(run.recommended, budget)
     run.found = _pad(run.found, budget)

@@ -255,3 +255,43 @@ def family() -> list[Landscape]:
         return []
     return [instance(i) for i in range(len(INSTANCES))]
 
+
+
+# ------------------------------------------------------------------ report
+def table_summary(workload: str, data: Path = DATA) -> dict[str, Any]:
+    """What the table holds for ``workload``: configurations, runs, run-to-run spread, the
+    configurations meeting a loss limit and the best rows (by the mean of their runs)."""
+    table = load_table(workload, data)
+    labels = {e["hash"]: e["label"] for e in json.loads((data / "design.json").read_text())["entries"]}
+    counts = [len(r) for r in table.runs.values()]
+    rates = [[r["throughput_gbps"] for r in runs] for runs in table.runs.values() if len(runs) > 1]
+    spreads = [statistics.pstdev(t) / statistics.fmean(t) for t in rates if statistics.fmean(t) > 0]
+    out: dict[str, Any] = {"workload": workload, "configurations": len(table.runs), "runs": sum(counts),
+                           "with_two_runs_or_more": sum(c >= 2 for c in counts),
+                           "throughput_cv_median": round(statistics.median(spreads), 4) if spreads else None}
+    for limit in (0.1, 1.0):
+        feasible = sorted(((table.mean(k)["throughput_gbps"], k) for k in table.runs
+                           if table.mean(k).get("loss_pct", 0.0) <= limit), reverse=True)
+        out[f"loss<={limit:g}"] = {"feasible": len(feasible), "best": [
+            f"{labels.get(k, k[:12])}: {t:.2f} Gbps, loss {table.mean(k).get('loss_pct', 0.0):.3f} %, "
+            f"{len(table.runs[k])} run(s)" for t, k in feasible[:3]]}
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the table's summary and the cross-validated quality of the surrogate models."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="the veth table: what it holds and how well a model predicts it")
+    ap.add_argument("--workloads", default="tcp,udp-jumbo")
+    ap.add_argument("--folds", type=int, default=5)
+    args = ap.parse_args(argv)
+    for workload in args.workloads.split(","):
+        print(json.dumps(table_summary(workload), indent=1))
+        for kind, figures in surrogate_report(workload, args.folds).items():
+            print(f"{workload:<10} {kind:<18} " + "  ".join(f"{k} {v:.3f}" for k, v in figures.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -231,8 +231,10 @@ def show(
     finalists = [r["number"] for h in report["stats"].get("final_race") or [] for r in rows
                   if r["config_hash"] == h and r["metrics"]]
     if finalists:
-        console.print(f"final race: trials {', '.join(map(str, finalists))} (the best after the search, "
-                      "measured once more before the recommendation was chosen)")
+        what = f"trials {', '.join(map(str, finalists))} (the best" if len(finalists) > 1 else \
+            f"trial {finalists[0]} (the best"
+        console.print(f"final race: {what} after the search, measured once more before the recommendation "
+                      "was chosen)")
     console.print("* recommended trial" + ("  runs: benchmark runs behind the mean (adaptive repeats)"
                                            if report.get("racing") else "")
                   + ("  cache+race: answered from the cache, then measured again in the final race"

@@ -429,9 +429,12 @@ def resume_text(job_id: int, budget: int, stored: Sequence[_Stored]) -> str:
             f"without measuring them again; it {nxt}")
 
 
-def policy_for(goal: Goal, repeats: int) -> RacingPolicy:
-    """The racing policy of a job: at most ``repeats`` runs per configuration."""
-    return RacingPolicy(goal, max_repeats=repeats)
+def policy_for(goal: Goal, repeats: int, budget: int | None = None) -> RacingPolicy:
+    """The racing policy of a job: at most ``repeats`` runs per configuration, and a final
+    race sized for its ``budget`` (:meth:`RacingPolicy.final_race_for`; 3 finalists without one)."""
+    if budget is None:
+        return RacingPolicy(goal, max_repeats=repeats)
+    return RacingPolicy(goal, max_repeats=repeats, final_race=RacingPolicy.final_race_for(budget))
 
 
 @dataclass(frozen=True)
@@ -525,7 +528,7 @@ class JobRunner:
             ctx = JobContext(
                 dbe=self.dbe, job_id=job_id, budget=job.budget, executor=prep.executor,
                 space_definition=dict(job.space_definition), workload=prep.workload, goal=prep.goal,
-                policy=policy_for(prep.goal, job.repeats), repeats=job.repeats,
+                policy=policy_for(prep.goal, job.repeats, job.budget), repeats=job.repeats,
                 racing=bool(options.get("racing")) and len(prep.goal.objectives) == 1,
                 short=(ShortRunRule(float(options["short_run_s"]), prep.workload.duration_s,
                                     float(options.get("short_risk", DEFAULT_RISK)))

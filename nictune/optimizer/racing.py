@@ -146,11 +146,12 @@ class RacingPolicy:
         min_incumbent_repeats: samples a configuration needs before it counts as clearly
             better than the incumbent.
         final_race: configurations measured once more at the end of a job (step 2 of the
-            module docstring). Measured with ``bench.engines.run_nictune`` (bayes, 3%
-            noise, budget 50 measurements, linux-nic seeds 0-199, recommendation within 2%
-            of the optimum): 2 finalists 80%, 3 79%, 4 76.5%; 3 without the final repeat
-            (``max_repeats`` 2) 82%: all within the seed noise (about 4 points), so 3,
-            which lets the second and third best overturn a lucky first.
+            module docstring); a job takes :meth:`final_race_for` its budget. Measured with
+            ``bench.engines.run_nictune`` (bayes, 3% noise, budget 50 measurements, linux-nic
+            seeds 0-199, recommendation within 2% of the optimum): 2 finalists 80%, 3 79%, 4
+            76.5%; 3 without the final repeat (``max_repeats`` 2) 82%: all within the seed
+            noise (about 4 points), so 3 (the default), which lets the second and third best
+            overturn a lucky first.
         race_cap: most measurements the race spends after the finalists' (:meth:`race_step`);
             a race cut short there recommends among the configurations measured
             ``max_repeats`` times (:meth:`final_choice`) and the job says so.
@@ -353,6 +354,20 @@ class RacingPolicy:
             if best is None or rank > best[0]:
                 best = (rank, key)
         return best[1] if best else None
+
+    @staticmethod
+    def final_race_for(budget: int) -> int:
+        """The size of the final race (``final_race``) of a job of ``budget`` trials: one
+        finalist per 20 trials, at least 1 and at most 3.
+
+        A small budget is better spent on new configurations than on finalists' repeats.
+        Measured with ``bench/engines.py`` (development split, bayes, budgets counted in
+        measurements, the race inside them), median simple regret at budgets 20/30/60:
+        synthetic family 10.63/4.65/2.22 % with 3 finalists at every budget, 9.66/3.94/2.40 %
+        with 1, 10.08/4.36/2.40 % with 2; sim family 0.00 % everywhere, mean regret at 60
+        0.15 % (3), 0.16 % (1), 0.06 % (2).
+        """
+        return max(1, min(3, budget // 20))
 
     def finalists(self, trials: Mapping[str, Samples]) -> list[str]:
         """The configurations to measure once more at the end of a job: of the ``final_race``

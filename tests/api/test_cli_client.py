@@ -283,4 +283,4 @@ def test_history_show_through_the_service_marks_the_cache_and_the_final_race(db_
     assert there.returncode == 0 and here.returncode == 0, there.stderr + here.stderr
     assert there.stdout == here.stdout
     sources = [line.split("│")[2].strip() for line in there.stdout.splitlines() if line.startswith("│")]
-    assert "cache+race" in sources and "final race: trials" in there.stdout, there.stdout
+    assert "cache+race" in sources and "final race: trial" in there.stdout, there.stdout

@@ -66,7 +66,8 @@ def test_history_show_columns_and_final_race(tmp_path: Path) -> None:
     stored = json.loads(nictune(db, "history", "show", "1", "--json").stdout)
     assert stored["stats"]["final_race"], "the job ran a final race"
     numbers = [r["number"] for h in stored["stats"]["final_race"] for r in stored["trials"] if r["config_hash"] == h]
-    assert f"final race: trials {', '.join(map(str, numbers))} (the best after the search" in footer["1"]
+    listed = f"trials {', '.join(map(str, numbers))}" if len(numbers) > 1 else f"trial {numbers[0]}"
+    assert f"final race: {listed} (the best after the search" in footer["1"]
     assert header["1"].count("throughput") == 1 and "Gbit/s" in header["1"]  # one throughput column, not two
     assert "interrupts" in header["2"] and "per GB" in header["2"] and "throughput" in header["2"]
     assert "loss" in header["1"] and "receiver CPU" in header["1"] and "changed (vs default)" in header["1"]
@@ -131,7 +132,6 @@ def test_a_space_measured_whole_before_the_budget_says_why_the_job_stopped(tmp_p
 
 def test_history_show_lists_failed_trials_under_the_table_at_80_columns(tmp_path: Path) -> None:
     from nictune import db as store
-    from nictune.search_spaces import load_space
 
     db = tmp_path / "history.db"
     run = nictune(db, "optimize", "--objective", "throughput", "--budget", "3", "--seed", "3")
@@ -142,8 +142,8 @@ def test_history_show_lists_failed_trials_under_the_table_at_80_columns(tmp_path
     try:
         with store.session_scope(engine) as s:
             job = store.get_job(s, 1)
-            config = load_space(job.space_name).default()
-            row = store.get_or_create_configuration(s, config.hash, config.canonical_json)
+            # The failed trials share the configuration of the race's (first) finalist.
+            row = s.query(store.Configuration).filter_by(hash=job.stats["final_race"][0]).one()
             for number in (3, 4, 6):
                 store.fail_trial(s, store.start_trial(s, job, number, row), error)
             store.fail_trial(s, store.start_trial(s, job, 5, row), "iperf3 timed out")
@@ -162,10 +162,13 @@ def test_history_show_lists_failed_trials_under_the_table_at_80_columns(tmp_path
     assert sum(line.split("│")[2].strip() == "failed" for line in lines if line.count("│") > 3) == 4
     text = " ".join(shown.stdout.split())
     assert f"trials 3-4, 6 failed: {error}" in text and "trial 5 failed: iperf3 timed out" in text
-    # The failed trials share the default configuration, a finalist here: the final race
-    # names the measured trials only.
-    race = text.split("final race: trials ")[1].split(" (the best")[0].split(", ")
-    assert sorted(race) == ["0", "1", "2"], race
+    # The failed trials share a finalist's configuration: the final race names the measured
+    # trials only.
+    stored = json.loads(nictune(db, "history", "show", "1", "--json").stdout)
+    measured = sorted(str(r["number"]) for r in stored["trials"]
+                      if r["config_hash"] in stored["stats"]["final_race"] and r["metrics"])
+    race = text.split("final race: trial")[1].lstrip("s ").split(" (the best")[0].split(", ")
+    assert race == measured and measured and not set(race) & {"3", "4", "5", "6"}, (race, measured)
 
 
 def test_the_jobs_table_at_80_columns_cuts_no_testbed_name(tmp_path: Path) -> None:

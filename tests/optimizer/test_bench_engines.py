@@ -88,3 +88,36 @@ def test_quick_benchmark_runs_and_writes_its_table_csv_and_plot(tmp_path: Path,
     assert engines.main(["--quick", "--families", "sim,synthetic", "--split", "test", "--seeds", "1",
                          "--contenders", "bayes,random,optuna-tpe", "--workers", "2", "--out", str(tmp_path)]) == 0
     assert "0 to run" in capsys.readouterr().out
+
+
+def test_a_table_design_extended_keeps_its_entries_and_continues_its_sobol_sequence() -> None:
+    from bench.collect_veth import build_design, extend_design
+    from nictune.search_spaces import load_space
+
+    space = load_space("veth")
+    small = build_design(space, 6, 2811)
+    more = extend_design(space, [dict(e) for e in small], 5, 2811)
+    whole = build_design(space, 11, 2811)
+    assert [e["hash"] for e in small + more] == [e["hash"] for e in whole]
+    assert [e["label"] for e in more] == [f"sobol:{i}" for i in range(6, 11)]
+    # A fixed entry the design lacks (a profile added to the space since) joins first.
+    without = [e for e in small if e["label"] != "profile:esnet"]
+    again = extend_design(space, without, 2, 2811)
+    assert again[0]["label"] == "profile:esnet" and len(again) == 3
+
+
+@pytest.mark.slow
+def test_the_bench_races_as_many_finalists_as_a_job_of_each_budget() -> None:
+    from bench.contenders import run_nictune
+    from nictune.optimizer.racing import RacingPolicy
+
+    land = synthetic.family()[0]
+    sizes: list[int] = []
+
+    def rule(budget: int) -> int:
+        sizes.append(budget)
+        return RacingPolicy.final_race_for(budget)
+
+    run = run_nictune(land, "random", 0, 40, final_race=rule)
+    assert run.evaluations == 40 - (2 + 1)  # a budget-40 job races 2 finalists, then its third run
+    assert len(run.recommended) == 40 and set(sizes) >= set(range(1, 41))

@@ -308,3 +308,12 @@ def test_property_a_completed_race_recommends_a_configuration_with_its_repeats(
         assert policy.race_step(trials) is None
     else:
         assert spent == policy.race_cap
+
+
+def test_the_final_race_grows_with_the_budget_one_finalist_per_20_trials_up_to_3() -> None:
+    sizes = {budget: RacingPolicy.final_race_for(budget) for budget in (1, 10, 20, 30, 39, 40, 59, 60, 200)}
+    assert sizes == {1: 1, 10: 1, 20: 1, 30: 1, 39: 1, 40: 2, 59: 2, 60: 3, 200: 3}
+    from nictune.jobs.runner import policy_for
+
+    assert policy_for(GOAL, 3, 30).final_race == 1 and policy_for(GOAL, 3, 60).final_race == 3
+    assert policy_for(GOAL, 3).final_race == RacingPolicy.final_race == 3

@@ -154,12 +154,11 @@ def modelled_keys(profile: SimProfile) -> frozenset[Key]:
 
 # ---------------------------------------------------------------------- helpers
 def _upper_gamma_q(k: int, y: float) -> float:
-    """Regularised upper incomplete gamma Q(k, y) for integer k: P(Erlang(k, 1) > y)."""
-    term, total = 1.0, 1.0
-    for n in range(1, k):
-        term *= y / n
-        total += term
-    return math.exp(-y) * total
+    """Regularised upper incomplete gamma Q(k, y): P(Erlang(k, 1) > y) (SciPy's ``gammaincc``;
+    imported here, not at module level, so importing the model stays light)."""
+    from scipy.special import gammaincc
+
+    return float(gammaincc(k, y))
 
 
 def overflow(nu: float, tau: float, queue: float, rate: float, shape: int = 1) -> float:
