@@ -31,6 +31,7 @@ import json
 import os
 import platform
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -107,26 +108,43 @@ def _command(argv: list[str]) -> str:
         return ""
 
 
-def provenance(args: argparse.Namespace, workloads: list[str]) -> dict[str, Any]:
-    cpu = ""
+def _cpu_model() -> str:
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def machine_name(cpu: str | None = None, cores: int | None = None) -> str:
+    """A short name of this machine for its runs: the CPU model's first two words and the
+    cores ("Intel(R) Xeon(R) Processor", 2 -> ``intel-xeon-2c``). Runs of different machines
+    are never one table."""
+    words = [w for w in re.sub(r"\(r\)|\(tm\)", "", (cpu or _cpu_model()).lower()).split()
+             if w not in ("processor", "cpu")]
+    return "-".join([*words[:2], f"{cores or os.cpu_count()}c"])
+
+
+def provenance(args: argparse.Namespace, workloads: list[str]) -> dict[str, Any]:
+    """The fields every machine's runs share (the design, the workloads, the duration)."""
     return {
         "what": "real iperf3 runs between two network namespaces joined by a veth pair (not a model)",
-        "kernel": platform.release(),
-        "cpu_model": cpu,
-        "cores": os.cpu_count(),
-        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-        "iperf3": _command(["iperf3", "--version"]).splitlines()[0] if _command(["iperf3", "--version"]) else "",
         "space": args.space,
         "workloads": {w: get_workload(w, duration_s=args.duration).key() for w in workloads},
         "duration_s_per_run": args.duration,
         "repeats": args.repeats,
-        "design_size": args.design_size,
         "design_seed": args.seed,
         "testbed": args.testbed,
+    }
+
+
+def machine_provenance(args: argparse.Namespace) -> dict[str, Any]:
+    """This machine's fields (``provenance.json``: ``machines``)."""
+    return {
+        "kernel": platform.release(),
+        "cpu_model": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "iperf3": _command(["iperf3", "--version"]).splitlines()[0] if _command(["iperf3", "--version"]) else "",
         "nictune_commit": _command(["git", "-C", str(ROOT), "rev-parse", "HEAD"]),
         "command": "python bench/collect_veth.py " + " ".join(sys.argv[1:]),
     }
@@ -191,7 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         design = build_design(space, args.design_size, args.seed)
         design_path.write_text(json.dumps({"space": args.space, "seed": args.seed, "entries": design}, indent=1))
     runs = _load_runs(runs_path)
-    done = {(r["hash"], r["workload"], r["pass"]) for r in runs if r.get("ok") or not args.retry_failed}
+    machine = machine_name()
+    print(f"# this machine: {machine}")
+    done = {(r["hash"], r["workload"], r["pass"]) for r in runs
+            if r.get("machine") == machine and (r.get("ok") or not args.retry_failed)}
     order = list(range(len(design)))
     random.Random(args.seed).shuffle(order)
     todo = [(p, design[i], w) for p in range(1, args.repeats + 1) for i in order for w in workloads
@@ -202,8 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.status or not todo:
         return 0
     prov: dict[str, Any] = json.loads(prov_path.read_text()) if prov_path.exists() else {}
-    prov.update({k: v for k, v in provenance(args, workloads).items() if k not in prov or k == "command"})
-    prov.setdefault("started", datetime.now(UTC).isoformat(timespec="seconds"))
+    prov.update({k: v for k, v in provenance(args, workloads).items() if k not in prov})
+    mine = prov.setdefault("machines", {}).setdefault(machine, {})
+    mine.update(machine_provenance(args))
+    mine.setdefault("first_run", datetime.now(UTC).isoformat(timespec="seconds"))
     prov_path.write_text(json.dumps(prov, indent=1))
 
     from nictune.measure.registry import open_testbed
@@ -224,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                 config = space.configuration(entry["config"])
                 wl = get_workload(wname, duration_s=args.duration)
                 record: dict[str, Any] = {"hash": entry["hash"], "label": entry["label"], "workload": wname,
+                                          "machine": machine,
                                           "pass": p, "loadavg_before": _loadavg(),
                                           "started": datetime.now(UTC).isoformat(timespec="seconds")}
                 t0 = time.time()
@@ -252,8 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         prov = json.loads(prov_path.read_text())
-        prov["fingerprint"] = locals().get("fingerprint", prov.get("fingerprint"))
-        prov["last_run"] = datetime.now(UTC).isoformat(timespec="seconds")
+        mine = prov["machines"][machine]
+        mine["fingerprint"] = locals().get("fingerprint", mine.get("fingerprint"))
+        mine["last_run"] = datetime.now(UTC).isoformat(timespec="seconds")
+        mine["runs"] = sum(1 for r in _load_runs(runs_path) if r.get("machine") == machine)
         prov_path.write_text(json.dumps(prov, indent=1))
     return 0
 

@@ -63,14 +63,37 @@ class Table:
     runs: dict[str, list[dict[str, float]]]
     provenance: dict[str, Any]
     digest: str
+    machine: str = "?"
 
     def mean(self, key: str) -> dict[str, float]:
         return Goal.mean_metrics(self.runs[key])
 
 
+def machines(data: Path = DATA) -> dict[str, int]:
+    """The machines of the table's runs and how many good runs each has, most first."""
+    counts: dict[str, int] = {}
+    for rec in _records(data):
+        if rec.get("ok"):
+            counts[rec.get("machine", "?")] = counts.get(rec.get("machine", "?"), 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _records(data: Path) -> list[dict[str, Any]]:
+    out = []
+    for line in (data / "runs.jsonl").read_bytes().decode().splitlines():
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
 @cache
-def load_table(workload: str, data: Path = DATA) -> Table:
-    """The runs of ``workload`` in the table at ``data`` (configurations with >= 1 good run).
+def load_table(workload: str, data: Path = DATA, machine: str | None = None) -> Table:
+    """The runs of ``workload`` on one ``machine`` (default: the one with the most runs) in
+    the table at ``data`` (configurations with >= 1 good run). Runs of different machines are
+    never mixed: the same configuration can run at half the rate on another CPU.
 
     Raises:
         FileNotFoundError: no table there (run ``bench/collect_veth.py``).
@@ -78,20 +101,16 @@ def load_table(workload: str, data: Path = DATA) -> Table:
     design = json.loads((data / "design.json").read_text())
     space = load_space(design["space"])
     configs = {e["hash"]: space.configuration(e["config"]) for e in design["entries"]}
+    machine = machine or next(iter(machines(data)), "?")
     runs: dict[str, list[dict[str, float]]] = {}
-    raw = (data / "runs.jsonl").read_bytes()
-    for line in raw.decode().splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if rec.get("ok") and rec["workload"] == workload and rec["hash"] in configs:
+    for rec in _records(data):
+        if rec.get("ok") and rec["workload"] == workload and rec["hash"] in configs \
+                and rec.get("machine", "?") == machine:
             runs.setdefault(rec["hash"], []).append({k: float(v) for k, v in rec["metrics"].items()})
     provenance = json.loads((data / "provenance.json").read_text()) if (data / "provenance.json").exists() else {}
-    digest = hashlib.sha256(raw).hexdigest()[:16]
-    return Table(space, workload, {h: configs[h] for h in runs}, runs, provenance, digest)
+    digest = hashlib.sha256(json.dumps([machine, sorted((k, v) for k, v in runs.items())],
+                                       sort_keys=True).encode()).hexdigest()[:16]
+    return Table(space, workload, {h: configs[h] for h in runs}, runs, provenance, digest, machine)
 
 
 # ------------------------------------------------------------------ surrogate
@@ -246,7 +265,7 @@ def instance(i: int, data: Path = DATA) -> TableLandscape:
     table = load_table(workload, data)
     land = TableLandscape(name=name, family="table", split=split, space=table.space, goal=goal, workload=workload)
     land.description = (f"veth {workload}, {objective}" + (f" ({', '.join(constraints)})" if constraints else "")
-                        + f"; {len(table.runs)} measured configurations, real iperf3 runs")
+                        + f"; {len(table.runs)} measured configurations, real iperf3 runs on {table.machine}")
     return land
 
 
@@ -266,7 +285,8 @@ def table_summary(workload: str, data: Path = DATA) -> dict[str, Any]:
     counts = [len(r) for r in table.runs.values()]
     rates = [[r["throughput_gbps"] for r in runs] for runs in table.runs.values() if len(runs) > 1]
     spreads = [statistics.pstdev(t) / statistics.fmean(t) for t in rates if statistics.fmean(t) > 0]
-    out: dict[str, Any] = {"workload": workload, "configurations": len(table.runs), "runs": sum(counts),
+    out: dict[str, Any] = {"workload": workload, "machine": table.machine,
+                           "configurations": len(table.runs), "runs": sum(counts),
                            "with_two_runs_or_more": sum(c >= 2 for c in counts),
                            "throughput_cv_median": round(statistics.median(spreads), 4) if spreads else None}
     for limit in (0.1, 1.0):
