@@ -127,8 +127,11 @@ def links(job_id: int) -> JobLinks:
 
 
 def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | None, *,
-             detailed: bool) -> JobOut:
-    """A job as the API shows it; ``detailed`` adds the best trial and the ETA."""
+             detailed: bool, cancelling: bool = False) -> JobOut:
+    """A job as the API shows it; ``detailed`` adds the best trial and the ETA.
+
+    ``cancelling``: the manager said the job was stopping for a cancel *before* ``job`` was
+    read (see :func:`nictune.api.routers.jobs.read_job`)."""
     simulated = job.testbed.kind == "sim"
     best: BestTrial | None = None
     eta: float | None = None
@@ -149,7 +152,8 @@ def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | No
                                  score=clean_score(score) or {}, changes=[KnobChange(**c) for c in changes])
                 baselines = _baselines(s, job, space, trial.number)
         eta = eta_seconds(job, counts, trials)
-    cancel = bool(job.stats.get(CANCEL_KEY)) or (manager is not None and manager.cancel_requested(job.id))
+    cancel = cancelling or bool(job.stats.get(CANCEL_KEY)) or (manager is not None and
+                                                                 manager.cancel_requested(job.id))
     return JobOut(
         id=job.id, state=job.state, simulated=simulated,  # type: ignore[arg-type]
         note=sim_note(simulated), testbed=job.testbed.name, workload=job.workload.name, space=job.space_name,

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine
 
 from tests.api.conftest import AppFactory
 
@@ -167,3 +168,51 @@ def test_unknown_jobs_are_404(api: TestClient) -> None:
         response = api.request(method, path)
         assert response.status_code == 404, (path, response.text)
         assert response.json()["error"] == "not_found" and "999" in response.json()["message"]
+
+
+def test_a_job_that_ends_cancelled_while_its_view_is_read_still_says_cancel_requested(engine: Engine) -> None:
+    """The race behind a flaky 202: a cancelled job ends (stored ``cancelled``, then forgotten
+    by the manager) while its view is computed. Read first and the manager asked after, the
+    view saw a running job whose stored flag the runner's stats write had dropped, then heard
+    that the job had ended: no cancel at all. Asked first, the manager still has the job."""
+    from sqlalchemy import event
+
+    from nictune import db
+    from nictune.api.manager import CANCEL_KEY
+    from nictune.api.routers.jobs import read_job
+    from nictune.jobs import JobSpec, create_job
+
+    job_id = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=5))
+    with db.session_scope(engine) as s:
+        db.set_job_state(s, db.get_job(s, job_id), "running")  # the stored flag is gone
+    read = []
+
+    def reads(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and " jobs" in statement:
+            read.append(statement)
+
+    def end() -> None:
+        with db.session_scope(engine) as s:
+            ended = db.get_job(s, job_id)
+            db.set_job_state(s, ended, "cancelled")
+            ended.stats[CANCEL_KEY] = True
+
+    class Ending:
+        """A manager whose job ends as soon as the view has read it, or right after answering."""
+
+        def cancel_requested(self, job: int) -> bool:
+            event.remove(engine, "after_cursor_execute", reads)
+            if read:  # the view read the running job first; it has ended since: forgotten here
+                return False
+            end()  # asked first: the job still runs, and ends right after this answer
+            return True
+
+        def queue_position(self, job: int) -> None:
+            return None
+
+        def waiting_for(self, job: int) -> None:
+            return None
+
+    event.listen(engine, "after_cursor_execute", reads)
+    view = read_job(engine, Ending(), job_id)  # type: ignore[arg-type]
+    assert view.state in ("running", "cancelled") and view.cancel_requested is True

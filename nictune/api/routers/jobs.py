@@ -42,10 +42,17 @@ def require_job(s: Session, job_id: int) -> Job:
 
 
 def read_job(dbe: DbEngine, manager: JobManager, job_id: int) -> JobOut:
-    """The detailed view of one job."""
+    """The detailed view of one job.
+
+    The manager is asked whether the job is stopping for a cancel before the job is read: a
+    job that ends between the two answers is stored ``cancelled`` by then, while the other
+    order could read a running job whose stored flag the runner's last stats write dropped
+    and then hear from the manager that it has ended (``cancel_requested`` false).
+    """
+    cancelling = manager.cancel_requested(job_id)
     with session_scope(dbe) as s:
         job = require_job(s, job_id)
-        return job_view(s, job, trial_counts(s, [job_id])[job_id], manager, detailed=True)
+        return job_view(s, job, trial_counts(s, [job_id])[job_id], manager, detailed=True, cancelling=cancelling)
 
 
 @router.post("", status_code=201, response_model=JobOut,
@@ -145,9 +152,4 @@ def cancel_job(job_id: JobId, response: Response, token: SubmitToken, dbe: Db, m
         require_job(s, job_id)
     stopping = manager.cancel(job_id, cancelled_by=token.name)
     response.status_code = 202 if stopping else 200
-    job = read_job(dbe, manager, job_id)
-    if stopping and job.state not in ("completed", "failed"):
-        # The view can read the job between the trial that ends it and its state "cancelled"
-        # (the runner's last write of its stats): the cancel this call accepted still stands.
-        job.cancel_requested = True
-    return job
+    return read_job(dbe, manager, job_id)
