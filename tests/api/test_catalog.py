@@ -25,8 +25,6 @@ def test_spaces(shared_api: TestClient) -> None:
 
 
 @pytest.mark.slow
-
-
 def test_testbeds(api: TestClient) -> None:
     wait_for(api, submit(api, budget=2)["id"])
     body = api.get("/v1/testbeds").json()
@@ -44,8 +42,6 @@ def test_operator_allowed_testbeds_are_listed(make_api: AppFactory) -> None:
 
 
 @pytest.mark.slow
-
-
 def test_metrics_are_prometheus_text(api: TestClient) -> None:
     wait_for(api, submit(api, budget=4)["id"])
     wait_for(api, submit(api, budget=4, warm_start=False)["id"])  # same seed, no warm start: all cached

@@ -19,8 +19,6 @@ def read_events(api: TestClient, job_id: int, **kwargs: object) -> list[ServerEv
 
 
 @pytest.mark.slow
-
-
 def test_follow_a_running_job_to_its_end(make_api: AppFactory) -> None:
     with make_api(trial_delay_s=0.01) as api:
         job = submit(api, budget=15)
@@ -43,8 +41,6 @@ def test_follow_a_running_job_to_its_end(make_api: AppFactory) -> None:
 
 
 @pytest.mark.slow
-
-
 def test_reconnecting_with_last_event_id_sends_only_what_was_missed(api: TestClient) -> None:
     job = wait_for(api, submit(api, budget=10)["id"])
 
@@ -58,8 +54,6 @@ def test_reconnecting_with_last_event_id_sends_only_what_was_missed(api: TestCli
 
 
 @pytest.mark.slow
-
-
 def test_a_cancelled_job_ends_its_stream(make_api: AppFactory) -> None:
     with make_api(trial_delay_s=0.05) as api:
         job = submit(api, budget=100)
@@ -71,8 +65,6 @@ def test_a_cancelled_job_ends_its_stream(make_api: AppFactory) -> None:
 
 
 @pytest.mark.slow
-
-
 def test_streams_close_after_events_max_s(make_api: AppFactory) -> None:
     with make_api(trial_delay_s=0.2, events_max_s=0.3, events_poll_s=0.05) as api:
         job = submit(api, budget=50)

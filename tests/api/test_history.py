@@ -21,8 +21,6 @@ def run_two_jobs(api: TestClient) -> list[dict]:
 
 
 @pytest.mark.slow
-
-
 def test_best_ranks_configurations_across_jobs(api: TestClient) -> None:
     jobs = run_two_jobs(api)
     best = api.get("/v1/history/best", params={"testbed": "sim:benson-40g", "workload": "tcp", "top": 5}).json()
@@ -45,8 +43,6 @@ def test_best_ranks_configurations_across_jobs(api: TestClient) -> None:
 
 
 @pytest.mark.slow
-
-
 def test_best_first_is_what_a_racing_job_recommends_not_a_lucky_single_run(api: TestClient) -> None:
     job = wait_for(api, submit(api, budget=14, seed=2, repeats=3, objectives=["throughput"])["id"])
     rec = api.get(f"/v1/jobs/{job['id']}").json()["recommendation"]
@@ -64,8 +60,6 @@ def test_best_first_is_what_a_racing_job_recommends_not_a_lucky_single_run(api: 
 
 
 @pytest.mark.slow
-
-
 def test_best_honours_objective_and_constraints(api: TestClient) -> None:
     run_two_jobs(api)
     cpu = api.get("/v1/history/best", params={"testbed": "sim:benson-40g", "objective": "cpu", "top": 3}).json()
@@ -84,8 +78,6 @@ def test_best_honours_objective_and_constraints(api: TestClient) -> None:
 
 
 @pytest.mark.slow
-
-
 def test_the_cli_ranks_the_best_as_the_api_does(api: TestClient, engine: Engine) -> None:
     """`nictune history best` on a local database and GET /v1/history/best are one ranking:
     the same configurations in the same order with the same intervals, for a maximised, a
@@ -105,8 +97,6 @@ def test_the_cli_ranks_the_best_as_the_api_does(api: TestClient, engine: Engine)
 
 
 @pytest.mark.slow
-
-
 def test_history_trials_filter_by_knob_and_time(api: TestClient) -> None:
     start = datetime.now(UTC) - timedelta(seconds=1)
     run_two_jobs(api)
@@ -132,8 +122,6 @@ def test_history_trials_filter_by_knob_and_time(api: TestClient) -> None:
 
 
 @pytest.mark.slow
-
-
 def test_configuration_lists_every_measurement(api: TestClient) -> None:
     jobs = run_two_jobs(api)
     best_hash = jobs[0]["best"]["config_hash"]
@@ -170,8 +158,6 @@ def test_a_job_run_by_the_cli_is_visible_through_the_api(api: TestClient, db_url
 
 
 @pytest.mark.slow
-
-
 def test_best_is_recomputed_when_new_results_arrive(api: TestClient) -> None:
     wait_for(api, submit(api, budget=3, seed=1)["id"])
     first = api.get("/v1/history/best", params={"testbed": "sim:benson-40g", "top": 100}).json()["items"]

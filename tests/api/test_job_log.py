@@ -12,8 +12,6 @@ from .support import submit, wait_for
 
 
 @pytest.mark.slow
-
-
 def test_the_service_logs_each_trial_and_notice_of_its_jobs(api: TestClient,
                                                              caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="nictune.jobs")

@@ -14,8 +14,6 @@ from .support import submit, wait_for
 
 
 @pytest.mark.slow
-
-
 def test_submit_runs_the_job_in_the_background(api: TestClient) -> None:
     response = api.post("/v1/jobs", json={"testbed": "sim:benson-40g", "budget": 12, "repeats": 2, "seed": 5,
                                           "constraints": ["loss_pct <= 1"]})
@@ -41,8 +39,6 @@ def test_submit_runs_the_job_in_the_background(api: TestClient) -> None:
 
 
 @pytest.mark.slow
-
-
 def test_a_job_whose_engine_runs_out_before_the_budget_says_when(api: TestClient) -> None:
     small = wait_for(api, submit(api, testbed="sim:ixgbe-10g", budget=20)["id"])  # a space of 8 configurations
     assert small["state"] == "completed" and small["progress"]["done"] == 8
@@ -59,8 +55,6 @@ def test_a_job_whose_engine_runs_out_before_the_budget_says_when(api: TestClient
 
 
 @pytest.mark.slow
-
-
 def test_trials_are_paginated_and_sortable_by_any_metric(api: TestClient) -> None:
     job = wait_for(api, submit(api, budget=15)["id"])
     url = f"/v1/jobs/{job['id']}/trials"
@@ -85,8 +79,6 @@ def test_trials_are_paginated_and_sortable_by_any_metric(api: TestClient) -> Non
 
 
 @pytest.mark.slow
-
-
 def test_list_jobs_filters_and_paginates(api: TestClient) -> None:
     before = datetime.now(UTC) - timedelta(seconds=1)
     a = submit(api, testbed="sim:benson-40g", objectives=["throughput"])
@@ -109,8 +101,6 @@ def test_list_jobs_filters_and_paginates(api: TestClient) -> None:
 
 
 @pytest.mark.slow
-
-
 def test_jobs_on_one_testbed_wait_for_each_other(make_api: AppFactory) -> None:
     with make_api(trial_delay_s=0.05) as api:
         first = submit(api, budget=20)  # at least a second, paced
@@ -130,8 +120,6 @@ def test_jobs_on_one_testbed_wait_for_each_other(make_api: AppFactory) -> None:
 
 
 @pytest.mark.slow
-
-
 def test_cancel_a_running_job_ends_it_cancelled_after_the_trial_in_flight(make_api: AppFactory) -> None:
     with make_api(trial_delay_s=0.05) as api:
         job = submit(api, budget=200)

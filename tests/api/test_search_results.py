@@ -10,8 +10,6 @@ from tests.api.support import submit, wait_for
 
 
 @pytest.mark.slow
-
-
 def test_a_single_objective_job_shows_its_recommendation_and_noise(api: TestClient) -> None:
     job = wait_for(api, submit(api, budget=12, repeats=3, noise=0.03)["id"], timeout=120)
     assert job["state"] == "completed" and job["engine"] == "bayes" and job["racing"] is True
@@ -23,8 +21,6 @@ def test_a_single_objective_job_shows_its_recommendation_and_noise(api: TestClie
 
 
 @pytest.mark.slow
-
-
 def test_two_objectives_run_nsga2_and_return_the_front(api: TestClient) -> None:
     job = wait_for(api, submit(api, objectives=["throughput", "interrupts"], budget=16)["id"], timeout=120)
     assert job["state"] == "completed" and job["engine"] == "nsga2" and job["racing"] is False
@@ -40,8 +36,6 @@ def test_a_single_objective_engine_with_two_objectives_is_a_422(api: TestClient)
 
 
 @pytest.mark.slow
-
-
 def test_a_service_job_whose_race_moves_ends_with_its_recommendation_measured_to_its_repeats(
         api: TestClient) -> None:
     """Issue 34 through the service: noise high enough (40 % CV) and a loss limit near it make
@@ -56,8 +50,6 @@ def test_a_service_job_whose_race_moves_ends_with_its_recommendation_measured_to
 
 
 @pytest.mark.slow
-
-
 def test_short_runs_first_through_the_service(api: TestClient) -> None:
     """Issue 29: the service takes the same short-run options as the CLI and says how the
     screening went; values that cannot work are a 422 naming the field."""

@@ -14,8 +14,6 @@ LONG = {"testbed": "sim:benson-40g", "workload": "udp", "budget": 200, "repeats"
 
 
 @pytest.mark.slow
-
-
 def test_a_job_with_patience_stops_early_and_says_why(api: TestClient) -> None:
     job = wait_for(api, submit(api, **LONG, patience=8)["id"], timeout=120)
     assert job["state"] == "completed" and job["stop_reason"] == "patience"

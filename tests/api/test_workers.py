@@ -21,8 +21,6 @@ def test_the_local_executor_has_no_workers(make_api: AppFactory) -> None:
 
 
 @pytest.mark.slow
-
-
 def test_workers_and_pools_come_from_the_registry(make_api: AppFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     require_redis()
     prefix = unique_prefix()

@@ -42,8 +42,6 @@ def test_changed_text_names_what_a_configuration_changed() -> None:
 
 
 @pytest.mark.slow
-
-
 def test_history_show_shows_settings_objectives_with_units_and_the_front(
         pareto_db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     _wide(monkeypatch)

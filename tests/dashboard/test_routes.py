@@ -103,8 +103,6 @@ def test_the_metadata_cannot_close_its_script_element() -> None:
 
 
 @pytest.mark.slow
-
-
 def test_the_dashboard_stays_out_of_the_openapi_document(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert "/" not in paths and not any(p.startswith("/static") for p in paths)
@@ -119,8 +117,6 @@ def test_the_dashboard_stays_out_of_the_openapi_document(client: TestClient) -> 
 
 
 @pytest.mark.slow
-
-
 def test_exports_match_what_nictune_export_writes(client: TestClient, tokens: Tokens, sqlite_url: str) -> None:
     job = _submit_and_finish(client, tokens)
     assert job["state"] == "completed", job

@@ -186,8 +186,6 @@ class _Pending:
 
 
 @pytest.mark.slow
-
-
 def test_a_changed_waiting_reason_does_not_flip_the_job_to_running(redis_prefix: str) -> None:
     """No live worker, then one on another broker: the job is told the new reason before the
     old one ends, so it stays waiting (it flipped to running and back for a moment).

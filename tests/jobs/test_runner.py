@@ -32,8 +32,6 @@ def clean_value(config: dict, workload: str) -> dict[str, float]:
 
 
 @pytest.mark.slow
-
-
 def test_ga_reaches_95_percent_of_the_tcp_optimum(engine: Engine) -> None:
     """Benson TCP, budget 60: the recommended configuration's noise-free throughput is
     >= 95% of the optimum (coordinate search, = wire goodput at MTU 9000) and the untuned
@@ -55,8 +53,6 @@ def test_ga_reaches_95_percent_of_the_tcp_optimum(engine: Engine) -> None:
 
 
 @pytest.mark.slow
-
-
 def test_udp_with_loss_constraint_finds_a_feasible_configuration(engine: Engine) -> None:
     job = create_job(engine, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="udp",
                                      constraints=["loss<=0.1"], budget=60, seed=5, engine="ga"))
@@ -70,8 +66,6 @@ def test_udp_with_loss_constraint_finds_a_feasible_configuration(engine: Engine)
 
 
 @pytest.mark.slow
-
-
 def test_second_identical_job_measures_nothing_twice(engine: Engine) -> None:
     """Without warm start, a second identical job asks the same first configurations and
     answers them from the cache. Its engine is told their cached means, which include the
@@ -215,8 +209,6 @@ def test_kill_9_then_resume_loses_nothing_and_measures_nothing_twice(db_url: str
 
 
 @pytest.mark.slow
-
-
 def test_a_job_whose_trials_all_fail_stops_after_five_and_resumes_once_fixed(engine: Engine) -> None:
     from nictune.errors import MeasurementError
     from nictune.jobs.runner import FAIL_FAST
@@ -262,8 +254,6 @@ def test_fewer_failures_in_a_row_than_the_streak_after_a_success_do_not_stop_the
 
 
 @pytest.mark.slow
-
-
 def test_a_testbed_that_breaks_mid_job_stops_it_after_ten_failures_in_a_row(engine: Engine) -> None:
     """Failures between measured trials never add up; ten in a row stop the job with the
     error and a resume hint, and the resume, once the testbed works, finishes the budget."""

@@ -41,8 +41,6 @@ def _first_throughput(trial: db.Trial) -> float:
 
 
 @pytest.mark.slow
-
-
 def test_racing_measures_each_configuration_once_then_races_the_best_and_stores_the_noise(
         engine: Engine) -> None:
     spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="udp", budget=30, seed=2,
@@ -103,8 +101,6 @@ def stopping_after(measurements: int, stop: threading.Event) -> Any:
 
 
 @pytest.mark.slow
-
-
 def test_a_job_stopped_in_its_final_race_resumes_it_to_the_uninterrupted_answer(tmp_path: Any) -> None:
     spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", workload="udp", budget=10, seed=3,
                    noise=0.03, repeats=3, warm_start=False)
@@ -135,8 +131,6 @@ def test_without_racing_every_configuration_gets_its_repeats(engine: Engine) -> 
 
 
 @pytest.mark.slow
-
-
 def test_warm_start_reuses_history_and_never_measures_a_configuration_twice(engine: Engine) -> None:
     base = dict(objectives=["throughput"], testbed="sim:benson-40g", workload="udp", constraints=["loss<=0.1"],
                 budget=15, seed=1)
@@ -173,8 +167,6 @@ def test_a_cached_trial_measured_again_in_the_final_race_still_counts_as_from_th
 
 
 @pytest.mark.slow
-
-
 def test_a_stopped_warm_started_job_resumes_to_the_same_trials(engine: Engine) -> None:
     base = dict(objectives=["throughput"], testbed="sim:benson-40g", budget=12, seed=4)
     JobRunner(engine).run(create_job(engine, JobSpec(**base)))  # type: ignore[arg-type]
@@ -195,8 +187,6 @@ def test_a_stopped_warm_started_job_resumes_to_the_same_trials(engine: Engine) -
 
 
 @pytest.mark.slow
-
-
 def test_diagnose_rounds_read_the_counters_and_a_stopped_job_resumes_to_the_same_trials(tmp_path: Any) -> None:
     """The job loop tells the engine each configuration's counters with its score: on
     linux-nic, every model round a diagnose round, the job measures relief moves of the best
@@ -324,8 +314,6 @@ class _SlowPool(Executor):
 
 
 @pytest.mark.slow
-
-
 def test_batches_run_in_parallel_and_replay_identically(tmp_path: Any) -> None:
     spec = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", engine="ga", budget=12, seed=8,
                    engine_params={"population": 4}, racing=False, repeats=1, warm_start=False)

@@ -30,8 +30,6 @@ def _trials(engine: Engine, job_id: int) -> list[db.Trial]:
 
 
 @pytest.mark.slow
-
-
 def test_short_runs_screen_new_configurations_and_only_full_runs_are_a_fitness(engine: Engine) -> None:
     job = create_job(engine, SPEC)
     outcome = JobRunner(engine).run(job)
@@ -67,8 +65,6 @@ def test_short_runs_screen_new_configurations_and_only_full_runs_are_a_fitness(e
 
 
 @pytest.mark.slow
-
-
 def test_a_second_job_judges_on_the_stored_short_run_and_measures_nothing_twice(engine: Engine) -> None:
     first = create_job(engine, SPEC)
     JobRunner(engine).run(first)
@@ -85,8 +81,6 @@ def test_a_second_job_judges_on_the_stored_short_run_and_measures_nothing_twice(
 
 
 @pytest.mark.slow
-
-
 def test_a_resumed_job_keeps_its_short_runs_and_their_calibration(engine: Engine) -> None:
     stop = threading.Event()
     seen: list[TrialEvent] = []

@@ -49,8 +49,6 @@ def _recommended_with_repeats(engine: Engine, job_id: int, repeats: int = 3) -> 
 
 
 @pytest.mark.slow
-
-
 def test_patience_stops_the_job_and_the_final_race_still_runs(engine: Engine, tmp_path: Any) -> None:
     outcome = JobRunner(engine).run(create_job(engine, JobSpec(**LONG, patience=8)))
     assert outcome.state == "completed" and outcome.stop_reason == "patience"
@@ -68,8 +66,6 @@ def test_patience_stops_the_job_and_the_final_race_still_runs(engine: Engine, tm
 
 
 @pytest.mark.slow
-
-
 def test_a_time_limit_ends_the_job_before_it_with_its_final_race(engine: Engine) -> None:
     limit = 4.0
     job = create_job(engine, JobSpec(**LONG, time_limit_s=limit))
@@ -86,8 +82,6 @@ def test_a_time_limit_ends_the_job_before_it_with_its_final_race(engine: Engine)
 
 
 @pytest.mark.slow
-
-
 def test_a_resumed_job_keeps_its_time_limit_counted_over_its_whole_life(engine: Engine) -> None:
     limit = 6.0
     job = create_job(engine, JobSpec(**LONG, time_limit_s=limit))
@@ -106,8 +100,6 @@ def test_a_resumed_job_keeps_its_time_limit_counted_over_its_whole_life(engine: 
 
 
 @pytest.mark.slow
-
-
 def test_a_resumed_job_keeps_its_patience(tmp_path: Any) -> None:
     trials = {}
     for name in ("straight", "stopped"):  # a database each: no answers from the other's cache
@@ -126,8 +118,6 @@ def test_a_resumed_job_keeps_its_patience(tmp_path: Any) -> None:
 
 
 @pytest.mark.slow
-
-
 def test_the_bayes_expected_improvement_rule_stops_a_job(engine: Engine) -> None:
     spec = JobSpec(**LONG | {"seed": 1}, engine="bayes", engine_params={"ei_stop": 0.01, "ei_rounds": 3})
     outcome = JobRunner(engine).run(create_job(engine, spec))

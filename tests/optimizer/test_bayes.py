@@ -30,8 +30,6 @@ def best_after(engine_name: str, seed: int, budget: int, fitness, **kwargs) -> f
 
 
 @pytest.mark.slow
-
-
 def test_bayes_beats_random_search_on_a_separable_toy() -> None:
     space = load_space("benson-40g")
     fitness = separable(space, BENSON_TARGET)
@@ -42,8 +40,6 @@ def test_bayes_beats_random_search_on_a_separable_toy() -> None:
 
 
 @pytest.mark.slow
-
-
 def test_bayes_finds_a_near_optimal_udp_configuration_on_the_noise_free_model() -> None:
     space = load_space("benson-40g")
     bed = SimTestbed(PROFILES["sim:benson-40g"], noise=0.0)
@@ -74,8 +70,6 @@ def test_a_round_holds_batch_configurations_and_waits_for_its_scores() -> None:
 
 
 @pytest.mark.slow
-
-
 def test_warm_start_feeds_the_model_and_is_never_proposed_again() -> None:
     space = load_space("benson-40g")
     fitness = separable(space, BENSON_TARGET)
@@ -98,8 +92,6 @@ def test_warm_start_feeds_the_model_and_is_never_proposed_again() -> None:
 
 
 @pytest.mark.slow
-
-
 def test_infeasible_region_is_left_for_the_feasible_one() -> None:
     space = load_space("benson-40g")
     fitness = separable(space, BENSON_TARGET)
@@ -121,8 +113,6 @@ def test_infeasible_region_is_left_for_the_feasible_one() -> None:
 
 
 @pytest.mark.slow
-
-
 def test_tpe_surrogate_proposes_valid_unique_configurations_deterministically() -> None:
     space = load_space("benson-40g")
     fitness = separable(space, BENSON_TARGET)

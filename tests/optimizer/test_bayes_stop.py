@@ -43,8 +43,6 @@ def test_the_rule_stops_the_engine_with_a_reason_and_a_sentence() -> None:
 
 
 @pytest.mark.slow
-
-
 def test_the_rule_is_off_by_default_and_a_higher_bar_stops_no_later() -> None:
     default, told = run({}, budget=40)
     assert not default.finished and default.stop_reason is None and len(told) == 40

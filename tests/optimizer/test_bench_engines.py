@@ -58,8 +58,6 @@ def test_median_iqr_interpolates_and_sorts_infinity_last() -> None:
 
 
 @pytest.mark.slow
-
-
 def test_families_are_split_before_tuning_and_are_broad_enough() -> None:
     for family, least in ((sim_random.family(), 30), (synthetic.family(), 30)):
         assert len(family) >= least

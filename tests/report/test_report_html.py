@@ -72,8 +72,6 @@ def test_timestamps_are_human_without_microseconds(jobs: Jobs, ga_report: Report
 
 
 @pytest.mark.slow
-
-
 def test_metric_tables_show_labels_and_units_and_numbers_from_the_one_formatter(jobs: Jobs,
                                                                                ga_report: Report) -> None:
     html = html_of(ga_report)
