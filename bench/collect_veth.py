@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.landscapes.veth_table import read_runs  # noqa: E402
 from nictune.measure.workloads import get_workload  # noqa: E402
 from nictune.search_spaces import Configuration, SearchSpace, load_space  # noqa: E402
 from nictune.search_spaces.design import space_filling  # noqa: E402
@@ -150,19 +151,6 @@ def machine_provenance(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _load_runs(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut by a crash mid-write: measured again
-                continue
-    return out
-
-
 def _append(path: Path, record: dict[str, Any]) -> None:
     with path.open("a") as fh:
         fh.write(json.dumps(record, sort_keys=True) + "\n")
@@ -208,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         design = build_design(space, args.design_size, args.seed)
         design_path.write_text(json.dumps({"space": args.space, "seed": args.seed, "entries": design}, indent=1))
-    runs = _load_runs(runs_path)
+    runs = read_runs(runs_path)
     machine = machine_name()
     print(f"# this machine: {machine}")
     done = {(r["hash"], r["workload"], r["pass"]) for r in runs
@@ -279,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         mine = prov["machines"][machine]
         mine["fingerprint"] = locals().get("fingerprint", mine.get("fingerprint"))
         mine["last_run"] = datetime.now(UTC).isoformat(timespec="seconds")
-        mine["runs"] = sum(1 for r in _load_runs(runs_path) if r.get("machine") == machine)
+        mine["runs"] = sum(1 for r in runs if r.get("machine") == machine) + measured
         prov_path.write_text(json.dumps(prov, indent=1))
     return 0
 

@@ -79,6 +79,7 @@ def run_nictune(land: Landscape, engine: str, seed: int, budget: int, params: di
             policies[size] = RacingPolicy(land.goal, final_race=size)
     reserve_of = {size: p.final_race + max(0, p.max_repeats - 2) if racing else 0 for size, p in policies.items()}
     limit = max(1, budget - reserve_of[race_size(budget)])
+    score_policy = policies[race_size(budget)]  # scores what the engine is told
     run = Run(land.name, engine, seed, budget)
     trials: dict[str, list[dict[str, float]]] = {}
     configs: dict[str, Configuration] = {}
@@ -127,7 +128,6 @@ def run_nictune(land: Landscape, engine: str, seed: int, budget: int, params: di
             plain.append(best)
         return metrics
 
-    score_policy = policies[race_size(budget)]
     while run.evaluations < limit and not eng.finished:
         t0 = time.perf_counter()
         batch = eng.ask(1)

@@ -71,16 +71,24 @@ class Table:
 
 def machines(data: Path = DATA) -> dict[str, int]:
     """The machines of the table's runs and how many good runs each has, most first."""
+    return _machines(read_runs(data / "runs.jsonl"))
+
+
+def _machines(records: Sequence[dict[str, Any]]) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for rec in _records(data):
+    for rec in records:
         if rec.get("ok"):
             counts[rec.get("machine", "?")] = counts.get(rec.get("machine", "?"), 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
-def _records(data: Path) -> list[dict[str, Any]]:
+def read_runs(path: Path) -> list[dict[str, Any]]:
+    """The records of a ``runs.jsonl`` (none when it does not exist); a line cut by a crash
+    mid-write is left out (``bench/collect_veth.py`` measures it again)."""
+    if not path.exists():
+        return []
     out = []
-    for line in (data / "runs.jsonl").read_bytes().decode().splitlines():
+    for line in path.read_text().splitlines():
         if line.strip():
             try:
                 out.append(json.loads(line))
@@ -101,9 +109,10 @@ def load_table(workload: str, data: Path = DATA, machine: str | None = None) -> 
     design = json.loads((data / "design.json").read_text())
     space = load_space(design["space"])
     configs = {e["hash"]: space.configuration(e["config"]) for e in design["entries"]}
-    machine = machine or next(iter(machines(data)), "?")
+    records = read_runs(data / "runs.jsonl")
+    machine = machine or next(iter(_machines(records)), "?")
     runs: dict[str, list[dict[str, float]]] = {}
-    for rec in _records(data):
+    for rec in records:
         if rec.get("ok") and rec["workload"] == workload and rec["hash"] in configs \
                 and rec.get("machine", "?") == machine:
             runs.setdefault(rec["hash"], []).append({k: float(v) for k, v in rec["metrics"].items()})
