@@ -15,8 +15,13 @@ drift of the machine over the hours does not line up with one group of configura
 pass 2 again, and so on; repeats of one configuration are therefore hours apart, as
 independent as two jobs' measurements. Each run is one ``Testbed.measure`` call (snapshot,
 apply, iperf3, counters, restore), exactly what a job's trial does, and is appended to
-``runs.jsonl`` (fsync) with every metric and counter, the load average before it and its
-wall time. Ctrl-C stops after restoring the hosts; run the same command again to resume.
+``runs.jsonl`` (fsync) with every metric and counter, the load average before it, the share
+of its wall time some task waited for a CPU (``cpu_pressure_pct``, from
+``/proc/pressure/cpu``; a record, not a rule: a configuration that pins both iperf3 ends to
+one CPU stalls by itself) and its wall time. Nothing else may run: before each run the script
+waits until the load average is at most 2, and a run that was not quiet anyway
+(:func:`bench.landscapes.veth_table.quiet`) is kept as a record but measured again and left
+out of the table. Ctrl-C stops after restoring the hosts; run the same command again to resume.
 A run that fails is recorded as failed and not retried unless ``--retry-failed``.
 
 ``provenance.json`` records the machine (kernel, CPU model, cores, iperf3 version), the
@@ -44,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.landscapes.veth_table import read_runs  # noqa: E402
+from bench.landscapes.veth_table import MAX_LOAD, quiet, read_runs  # noqa: E402
 from nictune.measure.workloads import get_workload  # noqa: E402
 from nictune.search_spaces import Configuration, SearchSpace, load_space  # noqa: E402
 from nictune.search_spaces.design import space_filling  # noqa: E402
@@ -165,6 +170,29 @@ def _loadavg() -> float:
         return -1.0
 
 
+def _cpu_stall_us() -> int | None:
+    """Microseconds some task has waited for a CPU since boot (``/proc/pressure/cpu``), or
+    None where the kernel has no pressure stall information."""
+    try:
+        first = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+        return int(first.rsplit("total=", 1)[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def wait_for_quiet(max_load: float = MAX_LOAD, poll_s: float = 10.0, say: Any = print) -> float:
+    """Wait until the 1-minute load average is at most ``max_load`` (nothing else running);
+    say once why it waits. Returns the seconds waited."""
+    waited = 0.0
+    while (load := _loadavg()) > max_load:
+        if waited == 0.0:
+            say(f"# waiting: load average {load:.2f} > {max_load:g}; something else is running and "
+                "would slow the runs down (they would not count). Stop it, or Ctrl-C.")
+        time.sleep(poll_s)
+        waited += poll_s
+    return waited
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--testbed", default="veth:ntbench", help="veth:NAME (created if missing, removed after)")
@@ -199,15 +227,19 @@ def main(argv: list[str] | None = None) -> int:
     runs = read_runs(runs_path)
     machine = machine_name()
     print(f"# this machine: {machine}")
+    # A run beside other processes (not quiet) is measured again; its record stays.
     done = {(r["hash"], r["workload"], r["pass"]) for r in runs
-            if r.get("machine") == machine and (r.get("ok") or not args.retry_failed)}
+            if r.get("machine") == machine and quiet(r) and (r.get("ok") or not args.retry_failed)}
     order = list(range(len(design)))
     random.Random(args.seed).shuffle(order)
     todo = [(p, design[i], w) for p in range(1, args.repeats + 1) for i in order for w in workloads
             if (design[i]["hash"], w, p) not in done]
     total = len(design) * len(workloads) * args.repeats
+    busy = sum(1 for r in runs if r.get("machine") == machine and not quiet(r))
     print(f"# {len(design)} configurations x {len(workloads)} workloads x {args.repeats} passes = {total} runs; "
-          f"{total - len(todo)} done, {len(todo)} to go (~{len(todo) * (args.duration + 3) / 3600:.1f} h)")
+          f"{total - len(todo)} done, {len(todo)} to go (~{len(todo) * (args.duration + 3) / 3600:.1f} h)"
+          + (f"; {busy} runs beside other work (marked so, or load average > {MAX_LOAD:g}) do not count"
+             if busy else ""))
     if args.status or not todo:
         return 0
     prov: dict[str, Any] = json.loads(prov_path.read_text()) if prov_path.exists() else {}
@@ -234,11 +266,12 @@ def main(argv: list[str] | None = None) -> int:
             for p, entry, wname in todo:
                 config = space.configuration(entry["config"])
                 wl = get_workload(wname, duration_s=args.duration)
+                wait_for_quiet()
                 record: dict[str, Any] = {"hash": entry["hash"], "label": entry["label"], "workload": wname,
                                           "machine": machine,
                                           "pass": p, "loadavg_before": _loadavg(),
                                           "started": datetime.now(UTC).isoformat(timespec="seconds")}
-                t0 = time.time()
+                t0, stall0 = time.time(), _cpu_stall_us()
                 try:
                     result = bed.measure(space.settings(config), wl, 1, p)
                 except KeyboardInterrupt:
@@ -251,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
                                   counters={k: sample.counters.get(k) for k in ("delta", "sender_delta", "derived")},
                                   notes=result.notes)
                 record["wall_s"] = round(time.time() - t0, 2)
+                stall1 = _cpu_stall_us()
+                if stall0 is not None and stall1 is not None:  # the share of the run some task waited for a CPU
+                    record["cpu_pressure_pct"] = round((stall1 - stall0) / 1e4 / max(record["wall_s"], 0.01), 1)
                 _append(runs_path, record)
                 measured += 1
                 m = record.get("metrics") or {}
@@ -258,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"pass {p} {entry['label'][:34]:<34} {wname:<10} "
                       + (f"{m.get('throughput_gbps', 0):6.2f} Gbps loss {m.get('loss_pct', 0):6.3f}%"
                          if record["ok"] else f"FAILED {record['error'][:60]}")
+                      + ("" if quiet(record) else " (not quiet: measured again later)")
                       + f"  [{measured}/{len(todo)}, eta {eta / 3600:.1f} h]", flush=True)
     except KeyboardInterrupt:
         print(f"# interrupted after {measured} runs; the hosts are restored; run again to resume")
@@ -268,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         mine["fingerprint"] = locals().get("fingerprint", mine.get("fingerprint"))
         mine["last_run"] = datetime.now(UTC).isoformat(timespec="seconds")
         mine["runs"] = sum(1 for r in runs if r.get("machine") == machine) + measured
+        mine["quiet_runs"] = sum(1 for r in read_runs(runs_path) if r.get("machine") == machine and quiet(r))
         prov_path.write_text(json.dumps(prov, indent=1))
     return 0
 

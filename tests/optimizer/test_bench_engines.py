@@ -119,3 +119,39 @@ def test_the_bench_races_as_many_finalists_as_a_job_of_each_budget() -> None:
     run = run_nictune(land, "random", 0, 40, final_race=rule)
     assert run.evaluations == 40 - (2 + 1)  # a budget-40 job races 2 finalists, then its third run
     assert len(run.recommended) == 40 and set(sizes) >= set(range(1, 41))
+
+
+def test_the_table_leaves_out_runs_that_ran_beside_other_work_and_the_collector_waits_for_quiet(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import bench.collect_veth as collect
+    from bench.landscapes import veth_table
+    from nictune.search_spaces import load_space
+
+    space = load_space("veth")
+    entries = collect.build_design(space, 2, 2811)[:2]
+    (tmp_path / "design.json").write_text(json.dumps({"space": "veth", "seed": 2811, "entries": entries}))
+
+    def run(entry: dict[str, object], gbps: float, load: float, marked: bool = False) -> str:
+        return json.dumps({"hash": entry["hash"], "workload": "tcp", "machine": "m", "pass": 1, "ok": True,
+                           "loadavg_before": load, "metrics": {"throughput_gbps": gbps, "loss_pct": 0.0}}
+                          | ({"beside_other_work": True} if marked else {}))
+
+    (tmp_path / "runs.jsonl").write_text("\n".join([
+        run(entries[0], 30.0, 1.1), run(entries[0], 15.0, 3.4),  # the second ran beside a benchmark
+        run(entries[0], 18.0, 1.0, marked=True),  # so did this one, by its provenance, though its load was low
+        run(entries[1], 9.0, 4.0)]) + "\n")
+    table = veth_table.load_table("tcp", tmp_path)
+    assert list(table.runs) == [entries[0]["hash"]]  # the busy-only configuration is not in the table
+    assert table.mean(entries[0]["hash"])["throughput_gbps"] == 30.0
+    assert veth_table.table_summary("tcp", tmp_path)["runs_left_out_not_quiet"] == 3
+    assert veth_table.machines(tmp_path) == {"m": 1}
+
+    loads = iter([3.5, 2.6, 1.2])
+    slept: list[float] = []
+    said: list[str] = []
+    monkeypatch.setattr(collect, "_loadavg", lambda: next(loads))
+    monkeypatch.setattr(collect.time, "sleep", slept.append)
+    assert collect.wait_for_quiet(2.0, poll_s=5.0, say=said.append) == 10.0
+    assert slept == [5.0, 5.0] and len(said) == 1 and "3.50 > 2" in said[0]
