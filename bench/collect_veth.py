@@ -304,8 +304,8 @@ def main(argv: list[str] | None = None) -> int:
         mine = prov["machines"][machine]
         mine["fingerprint"] = locals().get("fingerprint", mine.get("fingerprint"))
         mine["last_run"] = datetime.now(UTC).isoformat(timespec="seconds")
-        mine["runs"] = sum(1 for r in runs if r.get("machine") == machine) + measured
-        mine["quiet_runs"] = sum(1 for r in read_runs(runs_path) if r.get("machine") == machine and quiet(r))
+        now = [r for r in read_runs(runs_path) if r.get("machine") == machine]
+        mine["runs"], mine["quiet_runs"] = len(now), sum(1 for r in now if quiet(r))
         prov_path.write_text(json.dumps(prov, indent=1))
     return 0
 

@@ -48,16 +48,16 @@ INSTANCES: list[tuple[str, str, tuple[str, ...], Split]] = [
     ("tcp", "throughput", ("loss<=0.1",), "test"),
     ("tcp", "throughput", ("loss<=0.01",), "test"),
 ]
-#: Metrics the surrogate models (everything a veth run reports).
 #: A run is *quiet* when nothing else competed for the CPUs: the 1-minute load average before
 #: it was at most :data:`MAX_LOAD` (the collection alone keeps it near 1 on two cores; the
 #: collector waits for that before each run), and it is not marked ``beside_other_work``
 #: (see :func:`quiet`). Other runs are kept in ``runs.jsonl`` as a
 #: record but are not the table: on 2026-11-27 on amd-epyc-2c, runs beside niced benchmarks
-#: (load average 2-5) measured 1.5-2x slower than quiet runs of the same configurations. (The
+#: (load average 2-5) measured 1.8-2x slower (median) than quiet runs of the same configurations. (The
 #: CPU pressure a run records is not part of the rule: a configuration that pins both iperf3
 #: ends to one CPU stalls by itself.)
 MAX_LOAD = 2.0
+#: Metrics the surrogate models (everything a veth run reports).
 MODELLED = ("throughput_gbps", "packet_rate_mpps", "loss_pct", "retransmits", "cpu_rx_pct", "cpu_tx_pct",
             "qdisc_drops", "ring_drops", "backlog_drops", "socket_drops", "rx_core_busy_pct", "tx_core_busy_pct")
 
