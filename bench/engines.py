@@ -11,7 +11,8 @@ engine was tuned:
 
 * ``table``: real measurements of the ``veth`` space on a veth pair (``bench/data/veth``,
   ``bench/collect_veth.py``): a configuration of the table answers with one of its runs, any
-  other from a random forest fitted to the table (``bench/landscapes/veth_table.py``).
+  other from gradient boosting fitted to the table and calibrated to the spread of its
+  design rows (``bench/landscapes/veth_table.py``).
 * ``sim``: randomised instances of the simulated testbed's physical model (a model, not
   hardware): line rate, clocks, cores, RTT, cost constants, queue stalls, the application
   (``bench/landscapes/sim_random.py``).

@@ -5,6 +5,7 @@ The benchmark's figures are printed by the benchmark, not asserted here."""
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 from pathlib import Path
 
@@ -155,3 +156,53 @@ def test_the_table_leaves_out_runs_that_ran_beside_other_work_and_the_collector_
     monkeypatch.setattr(collect.time, "sleep", slept.append)
     assert collect.wait_for_quiet(2.0, poll_s=5.0, say=said.append) == 10.0
     assert slept == [5.0, 5.0] and len(said) == 1 and "3.50 > 2" in said[0]
+
+
+def test_the_table_surrogate_is_calibrated_to_the_spread_and_shares_of_the_tables_design_rows(
+        tmp_path: Path) -> None:
+    """A regression model predicts conditional means, which shrink toward the middle: the
+    calibrated surrogate gives predictions over the space the design rows' distribution (its
+    top near the best row, its share under a loss limit near theirs) and keeps their order."""
+    import json
+    import random
+    import statistics
+
+    import bench.collect_veth as collect
+    from bench.landscapes import veth_table
+    from nictune.search_spaces import load_space
+
+    space = load_space("veth")
+    entries = [e for e in collect.build_design(space, 80, 2811) if e["label"].startswith("sobol:")]
+    noise = random.Random(3)
+
+    def figures(values: dict[str, object]) -> dict[str, float]:
+        mtu = float(values.get("mtu", 1500))  # type: ignore[arg-type]
+        buffer = float(values.get("rmem_default", 212992))  # type: ignore[arg-type]
+        gbps = 4.0 + 40.0 * (mtu / 65000) * (1.0 if values.get("busy_poll") == 50 else 0.6)
+        return {"throughput_gbps": gbps * noise.uniform(0.9, 1.1),
+                "loss_pct": (0.01 if buffer >= 4194304 else 2.0) * noise.uniform(0.5, 1.5)}
+
+    lines = [json.dumps({"hash": e["hash"], "workload": "udp-jumbo", "machine": "m", "pass": p, "ok": True,
+                         "loadavg_before": 1.0, "metrics": figures(e["config"])})
+             for e in entries for p in (1, 2)]
+    (tmp_path / "design.json").write_text(json.dumps({"space": "veth", "seed": 2811, "entries": entries}))
+    (tmp_path / "runs.jsonl").write_text("\n".join(lines) + "\n")
+    table = veth_table.load_table("udp-jumbo", tmp_path)
+    assert len(table.design_rows()) == len(entries)
+    rows = [table.mean(k) for k in table.design_rows()]
+    best_row = max(r["throughput_gbps"] for r in rows)
+    share = statistics.fmean(r["loss_pct"] <= 0.1 for r in rows)
+
+    rng = random.Random(5)
+    draws = [space.sample(rng) for _ in range(1500)]
+    raw = veth_table.Surrogate(table, "random-forest", calibrate=False).predict(draws)
+    calibrated = veth_table.Surrogate(table, "random-forest").predict(draws)
+    top_raw = max(p["throughput_gbps"] for p in raw)
+    top = max(p["throughput_gbps"] for p in calibrated)
+    assert top_raw < 0.9 * best_row  # the shrinkage this corrects
+    assert 0.95 * best_row <= top <= best_row * 1.0001
+    assert abs(statistics.fmean(p["loss_pct"] <= 0.1 for p in calibrated) - share) < 0.1
+    # The map is monotone: the model's order is kept.
+    order_raw = sorted(range(len(draws)), key=lambda i: raw[i]["throughput_gbps"])
+    values = [calibrated[i]["throughput_gbps"] for i in order_raw]
+    assert all(a <= b + 1e-9 for a, b in itertools.pairwise(values))
