@@ -257,6 +257,14 @@ def surrogate_report(workload: str, folds: int = 5, data: Path = DATA) -> dict[s
     design = [table.mean(k) for k in table.design_rows()]
     rng = random.Random(99)
     draws = [table.space.sample(rng) for _ in range(2000)]
+    true_t = [table.mean(k)["throughput_gbps"] for k in keys]
+    true_l = [math.log1p(table.mean(k)["loss_pct"]) for k in keys]
+
+    def r2(t: list[float], p: list[float]) -> float:
+        mean = statistics.fmean(t)
+        ss = sum((a - mean) ** 2 for a in t) or 1.0
+        return 1 - sum((a - b) ** 2 for a, b in zip(t, p, strict=True)) / ss
+
     out: dict[str, dict[str, float]] = {}
     for kind in MODELS:
         for calibrate in (False, True):
@@ -266,16 +274,8 @@ def surrogate_report(workload: str, folds: int = 5, data: Path = DATA) -> dict[s
                 model = Surrogate(sub, kind, calibrate=calibrate)
                 for i, p in zip(held, model.predict([table.configs[keys[i]] for i in held]), strict=True):
                     pred[keys[i]] = p
-            true_t = [table.mean(k)["throughput_gbps"] for k in keys]
             pred_t = [pred[k]["throughput_gbps"] for k in keys]
-            true_l = [math.log1p(table.mean(k)["loss_pct"]) for k in keys]
             pred_l = [math.log1p(pred[k]["loss_pct"]) for k in keys]
-
-            def r2(t: list[float], p: list[float]) -> float:
-                mean = statistics.fmean(t)
-                ss = sum((a - mean) ** 2 for a in t) or 1.0
-                return 1 - sum((a - b) ** 2 for a, b in zip(t, p, strict=True)) / ss
-
             agree = statistics.fmean((table.mean(k)["loss_pct"] <= 0.1) == (pred[k]["loss_pct"] <= 0.1)
                                      for k in keys)
             whole = Surrogate(table, kind, calibrate=calibrate).predict(draws)
@@ -363,7 +363,6 @@ def table_summary(workload: str, data: Path = DATA) -> dict[str, Any]:
     """What the table holds for ``workload``: configurations, runs, run-to-run spread, the
     configurations meeting a loss limit and the best rows (by the mean of their runs)."""
     table = load_table(workload, data)
-    labels = {e["hash"]: e["label"] for e in json.loads((data / "design.json").read_text())["entries"]}
     counts = [len(r) for r in table.runs.values()]
     rates = [[r["throughput_gbps"] for r in runs] for runs in table.runs.values() if len(runs) > 1]
     spreads = [statistics.pstdev(t) / statistics.fmean(t) for t in rates if statistics.fmean(t) > 0]
@@ -378,7 +377,7 @@ def table_summary(workload: str, data: Path = DATA) -> dict[str, Any]:
         feasible = sorted(((table.mean(k)["throughput_gbps"], k) for k in table.runs
                            if table.mean(k).get("loss_pct", 0.0) <= limit), reverse=True)
         out[f"loss<={limit:g}"] = {"feasible": len(feasible), "best": [
-            f"{labels.get(k, k[:12])}: {t:.2f} Gbps, loss {table.mean(k).get('loss_pct', 0.0):.3f} %, "
+            f"{table.labels.get(k, k[:12])}: {t:.2f} Gbps, loss {table.mean(k).get('loss_pct', 0.0):.3f} %, "
             f"{len(table.runs[k])} run(s)" for t, k in feasible[:3]]}
     return out
 

@@ -336,6 +336,8 @@ class RacingPolicy:
         product over constraints of the Student t probability that the mean lies on the
         constraint's side of its bound, under the pooled relative noise (1 or 0 for a metric
         measured without spread, e.g. no loss in any run)."""
+        if not self.goal.constraints:
+            return 1.0
         p = 1.0
         series = self._series(samples)
         for c in self.goal.constraints:
@@ -374,7 +376,7 @@ class RacingPolicy:
             score = self.score(samples)
             if score.feasible:
                 iv = self.objective_interval(samples, noise)
-                p = self.feasible_probability(samples, noise) if self.goal.constraints else 1.0
+                p = self.feasible_probability(samples, noise)
                 rank = (1, iv.low - (1.0 - p) * abs(iv.low), iv.mean)
             else:
                 rank = (0, -score.violation, score.value)
