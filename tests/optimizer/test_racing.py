@@ -180,7 +180,7 @@ def test_recommendation_does_not_trade_most_of_the_throughput_for_a_loss_of_exac
     assert policy.recommend(trials) == "fast"
 
 
-def test_finalists_put_the_surely_feasible_first() -> None:
+def test_finalists_put_the_configurations_feasible_on_their_means_first() -> None:
     goal = Goal.from_names(["throughput"], ["loss<=0.1"])
     policy = RacingPolicy(goal)
     trials = {"fast-lossy": [{"throughput_gbps": 9.0, "loss_pct": 5.0}],
