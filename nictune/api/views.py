@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from nictune import db
+from nictune.api.cache import VersionedCache
 from nictune.api.manager import CANCEL_KEY, JobManager
 from nictune.api.queries.jobs import CompletedTrial, TrialCounts, completed_trials, configuration
 from nictune.api.schemas.jobs import (
@@ -126,32 +127,51 @@ def links(job_id: int) -> JobLinks:
     return JobLinks(self=base, trials=f"{base}/trials", events=f"{base}/events", cancel=f"{base}/cancel")
 
 
+def _details_version(job: Job, counts: TrialCounts) -> int:
+    """What the detailed part of a job's view depends on: its trials (their counts) and its
+    stored state and stats."""
+    return hash((job.state, job.finished_at, counts.done, counts.measured, counts.cached, counts.failed,
+                 counts.running, json.dumps(job.stats, sort_keys=True, default=str)))
+
+
+def _details(s: Session, job: Job, counts: TrialCounts) -> tuple[BestTrial | None, Baselines | None, float | None]:
+    """The best trial (the recommendation, or the best so far), the baselines and the ETA."""
+    best: BestTrial | None = None
+    baselines: Baselines | None = None
+    trials = completed_trials(s, job.id)
+    found = _recommended(job, trials) or best_of(_goal(job), trials)
+    if found is not None:
+        trial, score = found
+        row = configuration(s, trial.configuration_id)
+        if row is not None:
+            config = config_dict(row)
+            space = space_from_dict(dict(job.space_definition))
+            changes = knob_changes(space, config)
+            best = BestTrial(number=trial.number, config_hash=row.hash, config=config,
+                             metrics=clean_metrics(trial.summary.get("metrics")),
+                             spread=clean_spread(trial.summary.get("spread")),
+                             score=clean_score(score) or {}, changes=[KnobChange(**c) for c in changes])
+            baselines = _baselines(s, job, space, trial.number)
+    return best, baselines, eta_seconds(job, counts, trials)
+
+
 def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | None, *,
-             detailed: bool, cancelling: bool = False) -> JobOut:
+             detailed: bool, cancelling: bool = False, cache: VersionedCache | None = None) -> JobOut:
     """A job as the API shows it; ``detailed`` adds the best trial and the ETA.
 
     ``cancelling``: the manager said the job was stopping for a cancel *before* ``job`` was
-    read (see :func:`nictune.api.routers.jobs.read_job`)."""
+    read (see :func:`nictune.api.routers.jobs.read_job`). ``cache``: keep the detailed part
+    (it reads every trial of the job) while the job's trials and stats are unchanged."""
     simulated = job.testbed.kind == "sim"
     best: BestTrial | None = None
     eta: float | None = None
     baselines: Baselines | None = None
     if detailed:
-        trials = completed_trials(s, job.id)
-        found = _recommended(job, trials) or best_of(_goal(job), trials)
-        if found is not None:
-            trial, score = found
-            row = configuration(s, trial.configuration_id)
-            if row is not None:
-                config = config_dict(row)
-                space = space_from_dict(dict(job.space_definition))
-                changes = knob_changes(space, config)
-                best = BestTrial(number=trial.number, config_hash=row.hash, config=config,
-                                 metrics=clean_metrics(trial.summary.get("metrics")),
-                                 spread=clean_spread(trial.summary.get("spread")),
-                                 score=clean_score(score) or {}, changes=[KnobChange(**c) for c in changes])
-                baselines = _baselines(s, job, space, trial.number)
-        eta = eta_seconds(job, counts, trials)
+        if cache is None:
+            best, baselines, eta = _details(s, job, counts)
+        else:
+            best, baselines, eta = cache.get(("job-details", job.id), _details_version(job, counts),
+                                             lambda: _details(s, job, counts))
     cancel = cancelling or bool(job.stats.get(CANCEL_KEY)) or (manager is not None and
                                                                  manager.cancel_requested(job.id))
     return JobOut(
@@ -179,7 +199,7 @@ def _baselines(s: Session, job: Job, space: SearchSpace, best_number: int) -> Ba
     goal = _goal(job)
     if goal is None:
         return None
-    rows = trial_rows(db.job_trials(s, job.id))
+    rows = trial_rows(db.job_trials(s, job.id, measurements=False))
     completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
     best = next((r for r in completed if r["number"] == best_number), None)
     found = compare_baselines(space, goal, job.stats or {}, rows, best, baseline_rows(s, job, space, completed))

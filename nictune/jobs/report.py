@@ -130,7 +130,7 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
         job = db.get_job(s, job_id)
         space = space_from_dict(dict(job.space_definition))
         goal = Goal.from_names(list(job.objectives), list(job.constraints))
-        trials = db.job_trials(s, job_id)
+        trials = db.job_trials(s, job_id, measurements=False)
         rows = trial_rows(trials)
         completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
         default = default_row(s, job, space, completed)

@@ -41,7 +41,7 @@ def require_job(s: Session, job_id: int) -> Job:
     return job
 
 
-def read_job(dbe: DbEngine, manager: JobManager, job_id: int) -> JobOut:
+def read_job(dbe: DbEngine, manager: JobManager, job_id: int, cache: VersionedCache | None = None) -> JobOut:
     """The detailed view of one job.
 
     The manager is asked whether the job is stopping for a cancel before the job is read: a
@@ -52,7 +52,8 @@ def read_job(dbe: DbEngine, manager: JobManager, job_id: int) -> JobOut:
     cancelling = manager.cancel_requested(job_id)
     with session_scope(dbe) as s:
         job = require_job(s, job_id)
-        return job_view(s, job, trial_counts(s, [job_id])[job_id], manager, detailed=True, cancelling=cancelling)
+        return job_view(s, job, trial_counts(s, [job_id])[job_id], manager, detailed=True, cancelling=cancelling,
+                        cache=cache)
 
 
 @router.post("", status_code=201, response_model=JobOut,
@@ -105,9 +106,9 @@ def list_jobs(
 
 
 @router.get("/{job_id}", response_model=JobOut, responses=error_responses(401, 404, 422, 503))
-def get_job(job_id: JobId, _token: ReadToken, dbe: Db, manager: Manager) -> JobOut:
+def get_job(request: Request, job_id: JobId, _token: ReadToken, dbe: Db, manager: Manager) -> JobOut:
     """A job: state, progress, best trial so far and estimated time left."""
-    return read_job(dbe, manager, job_id)
+    return read_job(dbe, manager, job_id, request.app.state.cache)
 
 
 @router.get("/{job_id}/trials", response_model=TrialPage, responses=error_responses(401, 404, 422, 503))
