@@ -12,6 +12,8 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
+import anyio.to_thread
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
@@ -19,9 +21,9 @@ from nictune import __version__
 from nictune.api import routers
 from nictune.api.cache import VersionedCache
 from nictune.api.dashboard import dashboard_router, export_router
-from nictune.api.database import read_engine
+from nictune.api.database import DatabaseProbe, read_engine
 from nictune.api.errors import install_error_handlers
-from nictune.api.limits import BodySizeLimit, StreamSlots
+from nictune.api.limits import BodySizeLimit, RequestLimit, StreamSlots
 from nictune.api.manager import JobManager
 from nictune.api.metrics import make_registry
 from nictune.api.notifier import Notifier
@@ -79,10 +81,15 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         notifier.bind(asyncio.get_running_loop())
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.request_threads
+        # Event streams read on threads of their own, at most half as many: a crowd of
+        # streams never holds every request thread.
+        app.state.stream_threads = anyio.CapacityLimiter(max(1, settings.request_threads // 2))
         dbe = await run_in_threadpool(open_database, settings.database_url())
         reader = read_engine(settings.database_url())
         manager = JobManager(dbe, settings, notifier)
         app.state.db = reader  # every endpoint reads; writes go through the manager
+        app.state.db_probe = probe = DatabaseProbe(reader)
         app.state.manager = manager
         app.state.registry = make_registry(reader, manager)
         if settings.resume_jobs:
@@ -91,6 +98,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
             yield
         finally:
             await run_in_threadpool(manager.shutdown)
+            probe.close()
             reader.dispose()
             dbe.dispose()
 
@@ -111,5 +119,6 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     app.include_router(export_router())
     app.include_router(dashboard_router())
     install_docs(app)
+    app.add_middleware(RequestLimit, per_token=settings.max_requests_per_token)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     return app

@@ -16,9 +16,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import anyio.to_thread
 from sqlalchemy import select
 from sqlalchemy.engine import Engine as DbEngine
-from starlette.concurrency import run_in_threadpool
+from sqlalchemy.orm import defer
 
 from nictune.api.manager import CANCEL_KEY, FINAL_STATES, JobManager
 from nictune.api.notifier import Notifier
@@ -77,11 +78,16 @@ class JobEventStream:
         token_id: the token the stream was opened with: checked again every
             ``settings.token_recheck_s``; the stream ends (an ``error`` event) once it is
             revoked or expired. ``None``: never checked.
+        limiter: the threads the stream's database reads may use, shared by every stream
+            (``None``: the request threads). A few dozen streams catching up on a long job
+            at once then queue behind each other, not in front of every other request.
     """
 
     def __init__(self, dbe: DbEngine, manager: JobManager, notifier: Notifier, settings: ApiSettings,
-                 job_id: int, after: int, token_id: int | None = None):
+                 job_id: int, after: int, token_id: int | None = None,
+                 limiter: anyio.CapacityLimiter | None = None):
         self.token_id = token_id
+        self.limiter = limiter
         self.dbe = dbe
         self.manager = manager
         self.notifier = notifier
@@ -120,11 +126,24 @@ class JobEventStream:
                 return None
             stmt = (select(Trial, Configuration).join(Configuration, Trial.configuration_id == Configuration.id)
                     .where(Trial.job_id == self.job_id, Trial.number > self.last, Trial.state != "running")
+                    .options(defer(Trial.snapshot), defer(Trial.notes))  # not sent: not decoded
                     .order_by(Trial.number).limit(BATCH))
             trials = [(t, c) for t, c in s.execute(stmt)]
             waiting_for = self.manager.waiting_for(self.job_id) if job.state == "waiting" else None
             return _Snapshot(job.state, bool(job.stats.get(CANCEL_KEY)), trials, job.stats.get("recommendation"),
                              waiting_for)
+
+    def _poll_events(self) -> tuple[_Snapshot, str] | None:
+        """:meth:`_poll` and the new trials' events, one string (in a worker thread: building
+        and encoding hundreds of events on the event loop would hold every other request)."""
+        snap = self._poll()
+        if snap is None:
+            return None
+        messages = []
+        for trial, config in snap.trials:
+            messages.append(format_event("trial", self._trial_data(trial, config), trial.number))
+            self.last = trial.number
+        return snap, "".join(messages)
 
     def _trial_data(self, trial: Trial, config: Configuration) -> dict[str, Any]:
         summary = dict(trial.summary or {})
@@ -170,23 +189,23 @@ class JobEventStream:
         recheck_at = began + self.settings.token_recheck_s
         last_state: tuple[str, str | None] | None = None
         try:
-            await run_in_threadpool(self._start)
+            await anyio.to_thread.run_sync(self._start, limiter=self.limiter)
             while True:
                 if time.monotonic() >= recheck_at:
-                    gone = await run_in_threadpool(self._token_gone)
+                    gone = await anyio.to_thread.run_sync(self._token_gone, limiter=self.limiter)
                     if gone is not None:
                         yield format_event("error", {"job_id": self.job_id, "error": "unauthorized",
                                                      "message": f"the stream's token was {gone}; the stream ends"})
                         return
                     recheck_at = time.monotonic() + self.settings.token_recheck_s
                 wake.clear()
-                snap = await run_in_threadpool(self._poll)
-                if snap is None:
+                found = await anyio.to_thread.run_sync(self._poll_events, limiter=self.limiter)
+                if found is None:
                     yield format_event("end", {"job_id": self.job_id, "state": "deleted"})
                     return
-                for trial, config in snap.trials:
-                    yield format_event("trial", self._trial_data(trial, config), trial.number)
-                    self.last = trial.number
+                snap, messages = found
+                if messages:
+                    yield messages
                     last_sent = time.monotonic()
                 if len(snap.trials) == BATCH:
                     continue

@@ -1,10 +1,12 @@
-"""Limits of the service: request bodies above a size (413), open event streams (429).
+"""Limits of the service: request bodies above a size (413), open event streams (429), a token's
+requests in progress (429).
 
 The pending jobs of a token are counted by :class:`~nictune.api.manager.JobManager`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from starlette.concurrency import run_in_threadpool
@@ -204,3 +206,68 @@ class StreamSlots:
             self._open[token] = left
         else:
             self._open.pop(token, None)
+
+
+#: Paths whose requests live as long as a stream: counted by :class:`StreamSlots`, not here.
+def _is_stream(path: str) -> bool:
+    return path.startswith("/v1/jobs/") and path.endswith("/events")
+
+
+class RequestLimit:
+    """Refuse a token's request while it already has ``per_token`` requests in progress (429).
+
+    A client that sends a hundred page requests at once gets ``per_token`` of them served
+    and a ``429`` with ``Retry-After: 1`` for the others, at once and without a database
+    read, instead of queueing them in front of everyone else's. Requests are told apart by
+    their bearer secret (hashed; a request without one is not counted: it is refused by
+    authentication anyway); ``/healthz`` is never held back, and event streams have their
+    own limit.
+
+    Args:
+        app: the wrapped application.
+        per_token: requests one token may have in progress at once.
+    """
+
+    def __init__(self, app: ASGIApp, per_token: int):
+        self.app = app
+        self.per_token = per_token
+        self._busy: dict[str, int] = {}
+
+    def in_progress(self, secret: str) -> int:
+        """Requests of the token with ``secret`` in progress."""
+        return self._busy.get(_key(secret), 0)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, or answer 429."""
+        if scope["type"] != "http" or _is_stream(scope.get("path", "")) or scope.get("path") == "/healthz":
+            await self.app(scope, receive, send)
+            return
+        authorization = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"authorization"), None)
+        secret = bearer_secret(authorization)
+        if secret is None:
+            await self.app(scope, receive, send)
+            return
+        key = _key(secret)
+        busy = self._busy.get(key, 0)
+        if busy >= self.per_token:
+            response = error_response(
+                429, f"this token has {busy} requests in progress; the service answers at most {self.per_token} "
+                     "of one token at once: wait for an answer before sending more",
+                field="token", allowed=f"at most {self.per_token} requests in progress per token",
+                headers={"Retry-After": "1"})
+            await response(scope, receive, send)
+            return
+        self._busy[key] = busy + 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            left = self._busy.get(key, 1) - 1
+            if left > 0:
+                self._busy[key] = left
+            else:
+                self._busy.pop(key, None)
+
+
+def _key(secret: str) -> str:
+    """What :class:`RequestLimit` keeps of a secret: a digest, never the secret itself."""
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()[:32]

@@ -37,6 +37,11 @@ class ApiSettings(BaseSettings):
         max_pending_jobs: jobs one token may have pending or running at once (429 above).
         max_streams_per_token: event streams one token may have open at once (429 above).
         max_streams: event streams the service keeps open at once, all tokens together.
+        max_requests_per_token: requests of one token in progress at once, event streams
+            aside (429 above).
+        request_threads: worker threads that serve requests (database reads, JSON); a
+            flood waits for one of them instead of each request adding a thread that
+            competes for the CPU with every other.
         token_recheck_s: how often an open event stream checks that its token still works
             (it ends when the token is revoked or expires).
         trial_delay_s: pause after every new trial (tests use it to slow a simulated job
@@ -71,6 +76,8 @@ class ApiSettings(BaseSettings):
     max_pending_jobs: int = Field(default=10, ge=1)
     max_streams_per_token: int = Field(default=8, ge=1)
     max_streams: int = Field(default=32, ge=1)
+    max_requests_per_token: int = Field(default=8, ge=1)
+    request_threads: int = Field(default=8, ge=2, le=200)
     token_recheck_s: float = Field(default=5.0, gt=0.0)
     trial_delay_s: float = Field(default=0.0, ge=0.0)
     resume_jobs: bool = True

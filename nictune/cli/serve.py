@@ -131,6 +131,9 @@ def _banner(settings: Any) -> str:
              f"  metrics {base}/metrics " + ("(no token needed)" if settings.metrics_public else "(read token)")]
     if settings.testbeds:
         lines.append(f"  testbeds clients may use besides the simulated ones: {', '.join(settings.testbeds)}")
+    lines.append(f"  limits per token: {settings.max_pending_jobs} pending jobs, {settings.max_requests_per_token} "
+                 f"requests at once, {settings.max_streams_per_token} event streams ({settings.max_streams} in all); "
+                 f"bodies up to {settings.max_body_bytes} bytes")
     lines.append("  stop with Ctrl-C (jobs left unfinished resume when the service starts again)")
     return "\n".join(lines)
 
@@ -154,12 +157,32 @@ def serve(
     metrics_public: bool = typer.Option(False, "--metrics-public",
                                         help="Serve /metrics without a token (a Prometheus scrape carries none); "
                                              "it holds counts and seconds, no job content."),
+    max_pending_jobs: int | None = typer.Option(None, "--max-pending-jobs", min=1, rich_help_panel="Limits",
+                                                help="Jobs one token may have pending or running (default 10; "
+                                                     "429 above)."),
+    max_requests_per_token: int | None = typer.Option(
+        None, "--max-requests-per-token", min=1, rich_help_panel="Limits",
+        help="Requests of one token in progress at once, event streams aside (default 8; 429 above)."),
+    max_streams_per_token: int | None = typer.Option(None, "--max-streams-per-token", min=1, rich_help_panel="Limits",
+                                                     help="Event streams one token may have open (default 8)."),
+    max_streams: int | None = typer.Option(None, "--max-streams", min=1, rich_help_panel="Limits",
+                                           help="Event streams open at once, all tokens together (default 32)."),
+    max_body_bytes: int | None = typer.Option(None, "--max-body-bytes", min=1024, rich_help_panel="Limits",
+                                              help="Largest request body accepted (default 1000000; 413 above)."),
+    request_threads: int | None = typer.Option(None, "--request-threads", min=2, max=200, rich_help_panel="Limits",
+                                               help="Worker threads serving requests (default 8); event streams "
+                                                    "read on at most half as many of their own."),
 ) -> None:
     """Run the REST service: submit, follow and query jobs over HTTP (see /docs)."""
     from nictune.api import ApiSettings, create_app
     from nictune.db import resolve_url
 
     overrides: dict[str, object] = {"host": host, "port": port, "metrics_public": metrics_public}
+    overrides |= {k: v for k, v in (("max_pending_jobs", max_pending_jobs),
+                                    ("max_requests_per_token", max_requests_per_token),
+                                    ("max_streams_per_token", max_streams_per_token), ("max_streams", max_streams),
+                                    ("max_body_bytes", max_body_bytes), ("request_threads", request_threads))
+                  if v is not None}
     if db is not None:
         overrides["db_url"] = str(resolve_url(db))  # a plain path is a SQLite file
     if testbed:

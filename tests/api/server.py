@@ -49,11 +49,12 @@ def _wait_healthy(server: Server, timeout: float) -> None:
 
 @contextmanager
 def running_server(db_url: str, log: Path, *, port: int | None = None, env: dict[str, str] | None = None,
-                   timeout: float = 30.0) -> Iterator[Server]:
-    """Start ``nictune serve`` on 127.0.0.1 and stop it (SIGTERM, then SIGKILL) at the end."""
+                   timeout: float = 30.0, args: list[str] | None = None) -> Iterator[Server]:
+    """Start ``nictune serve`` on 127.0.0.1 (with more of its options in ``args``) and stop it
+    (SIGTERM, then SIGKILL) at the end."""
     port = port or free_port()
     command = [sys.executable, "-m", "nictune.cli.serve", "--host", "127.0.0.1", "--port", str(port),
-               "--db", db_url, "--log-level", "warning"]
+               "--db", db_url, "--log-level", "warning", *(args or [])]
     with log.open("ab") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
                                    env=os.environ | (env or {}))

@@ -85,7 +85,7 @@ async def job_events(
         raise ApiError(429, exc.message, field="token", allowed=exc.allowed, headers={"Retry-After": "10"}) from None
     start = after if after is not None else (last_event_id if last_event_id is not None else -1)
     stream = JobEventStream(dbe, get_manager(request), get_notifier(request), get_settings(request), job_id, start,
-                            token_id=token.id)
+                            token_id=token.id, limiter=request.app.state.stream_threads)
 
     async def events() -> AsyncIterator[str]:
         try:
