@@ -42,6 +42,12 @@ class _Snapshot:
     trials: list[tuple[Trial, Configuration]]
     recommendation: dict[str, Any] | None = None
     waiting_for: str | None = None
+    #: Whether this service was running or queueing the job just *before* it was read: a job
+    #: the manager has let go of has its final state stored by then (a cancelled job is
+    #: stored ``cancelled`` before the manager lets go), while asked after the read, the
+    #: manager could have let go of a job read ``interrupted`` a moment before it was stored
+    #: ``cancelled``.
+    active: bool = False
 
 
 @dataclass
@@ -120,6 +126,7 @@ class JobEventStream:
                                       row.hash if row is not None else "")
 
     def _poll(self) -> _Snapshot | None:
+        active = self.manager.is_active(self.job_id)
         with session_scope(self.dbe) as s:
             job = load_job(s, self.job_id)
             if job is None:
@@ -131,7 +138,7 @@ class JobEventStream:
             trials = [(t, c) for t, c in s.execute(stmt)]
             waiting_for = self.manager.waiting_for(self.job_id) if job.state == "waiting" else None
             return _Snapshot(job.state, bool(job.stats.get(CANCEL_KEY)), trials, job.stats.get("recommendation"),
-                             waiting_for)
+                             waiting_for, active)
 
     def _poll_events(self) -> tuple[_Snapshot, str] | None:
         """:meth:`_poll` and the new trials' events, one string (in a worker thread: building
@@ -179,7 +186,7 @@ class JobEventStream:
             return True
         if snap.state == "interrupted":
             # A job this service will resume (or is cancelling) has not ended.
-            return not (self.manager.is_active(self.job_id) or snap.cancel_requested)
+            return not (snap.active or snap.cancel_requested)
         return False
 
     async def __aiter__(self) -> AsyncIterator[str]:
