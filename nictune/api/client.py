@@ -210,6 +210,11 @@ class Client:
         return self._pages(f"/v1/jobs/{job_id}/trials", {"sort": sort, "state": state, "source": source},
                            limit, offset)
 
+    def job_account(self, job_id: int) -> dict[str, Any]:
+        """A job's whole account and its trials, ``{"account": ..., "trials": [...]}``, as
+        ``nictune history show N --json`` prints them locally (``GET /v1/jobs/{id}/account``)."""
+        return self._json("GET", f"/v1/jobs/{job_id}/account")
+
     def job_default(self, job_id: int) -> dict[str, Any]:
         """The job's default configuration and the trial that measured it, if one did
         (``GET /v1/jobs/{id}/default``)."""

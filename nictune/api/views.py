@@ -9,10 +9,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from nictune import db
 from nictune.api.cache import VersionedCache
 from nictune.api.manager import CANCEL_KEY, JobManager
-from nictune.api.queries.jobs import CompletedTrial, TrialCounts, completed_trials, configuration
+from nictune.api.queries.jobs import CompletedTrial, TrialCounts, completed_trials
 from nictune.api.schemas.jobs import (
     Baselines,
     BestTrial,
@@ -27,11 +26,9 @@ from nictune.api.schemas.jobs import (
 from nictune.api.schemas.trials import TrialOut
 from nictune.db import Configuration, Job, Trial
 from nictune.errors import NictuneError
-from nictune.jobs.baselines import compare_baselines
-from nictune.jobs.report import baseline_rows, knob_changes, short_runs, trial_rows
+from nictune.jobs.report import job_account, short_runs
 from nictune.jobs.stopping import stop_reason_of
 from nictune.optimizer import Goal, Score
-from nictune.search_spaces import SearchSpace, space_from_dict
 
 SIM_NOTE = "simulated testbed: figures come from a model, not from hardware"
 #: Trials whose finishing times the ETA is estimated from.
@@ -134,25 +131,49 @@ def _details_version(job: Job, counts: TrialCounts) -> int:
                  counts.running, json.dumps(job.stats, sort_keys=True, default=str)))
 
 
-def _details(s: Session, job: Job, counts: TrialCounts) -> tuple[BestTrial | None, Baselines | None, float | None]:
-    """The best trial (the recommendation, or the best so far), the baselines and the ETA."""
-    best: BestTrial | None = None
-    baselines: Baselines | None = None
-    trials = completed_trials(s, job.id)
-    found = _recommended(job, trials) or best_of(_goal(job), trials)
-    if found is not None:
-        trial, score = found
-        row = configuration(s, trial.configuration_id)
-        if row is not None:
-            config = config_dict(row)
-            space = space_from_dict(dict(job.space_definition))
-            changes = knob_changes(space, config)
-            best = BestTrial(number=trial.number, config_hash=row.hash, config=config,
-                             metrics=clean_metrics(trial.summary.get("metrics")),
-                             spread=clean_spread(trial.summary.get("spread")),
-                             score=clean_score(score) or {}, changes=[KnobChange(**c) for c in changes])
-            baselines = _baselines(s, job, space, trial.number)
-    return best, baselines, eta_seconds(job, counts, trials)
+def account_of(s: Session, job: Job, counts: TrialCounts, cache: VersionedCache | None = None
+               ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The job's account and trial rows (:func:`nictune.jobs.report.job_account`), kept in
+    ``cache`` while the job's trials and stats are unchanged."""
+    if cache is None:
+        return job_account(s, job.id)
+    return cache.get(("job-account", job.id), _details_version(job, counts), lambda: job_account(s, job.id))
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by ``None`` (JSON has no NaN or infinity)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def _details(s: Session, job: Job, counts: TrialCounts, cache: VersionedCache | None = None
+             ) -> tuple[BestTrial | None, Baselines | None, float | None]:
+    """The best trial, the baselines (both from the job's account,
+    :func:`nictune.jobs.report.job_account`, as the CLI and the report show them) and the ETA.
+
+    The best trial is the job's recommendation once it has one, else the best so far that
+    meets the constraints on its mean: a job none of whose trials does has no best here (the
+    account still names the least bad one, with ``best_feasible`` false)."""
+    account, _ = account_of(s, job, counts, cache)
+    goal = _goal(job)
+    row = account.get("best")
+    recommended = (job.stats.get("recommendation") or {}).get("number")
+    if row is None or goal is None or not (row["number"] == recommended or account.get("best_feasible")):
+        best, baselines = None, None
+    else:
+        best = BestTrial(number=row["number"], config_hash=row["config_hash"], config=dict(row["config"]),
+                         metrics=clean_metrics(row["metrics"]), spread=clean_spread(row.get("spread")),
+                         score=clean_score(goal.score(row["metrics"])) or {},
+                         changes=[KnobChange(**c) for c in account.get("changes") or []])
+        found = account.get("baselines")
+        baselines = None if found is None else Baselines.model_validate(found)
+    eta = eta_seconds(job, counts, completed_trials(s, job.id)) if job.state == "running" else None
+    return best, baselines, eta
 
 
 def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | None, *,
@@ -167,11 +188,7 @@ def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | No
     eta: float | None = None
     baselines: Baselines | None = None
     if detailed:
-        if cache is None:
-            best, baselines, eta = _details(s, job, counts)
-        else:
-            best, baselines, eta = cache.get(("job-details", job.id), _details_version(job, counts),
-                                             lambda: _details(s, job, counts))
+        best, baselines, eta = _details(s, job, counts, cache)
     cancel = cancelling or bool(job.stats.get(CANCEL_KEY)) or (manager is not None and
                                                                  manager.cancel_requested(job.id))
     return JobOut(
@@ -191,30 +208,6 @@ def job_view(s: Session, job: Job, counts: TrialCounts, manager: JobManager | No
                           running=counts.running),
         best=best, baselines=baselines, links=links(job.id), **_search_details(job, detailed),
     )
-
-
-def _baselines(s: Session, job: Job, space: SearchSpace, best_number: int) -> Baselines | None:
-    """The recommendation (trial ``best_number``) against the default and the stock profiles
-    (:func:`nictune.jobs.baselines.compare_baselines`, as the CLI and the report show it)."""
-    goal = _goal(job)
-    if goal is None:
-        return None
-    rows = trial_rows(db.job_trials(s, job.id, measurements=False))
-    completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
-    best = next((r for r in completed if r["number"] == best_number), None)
-    found = compare_baselines(space, goal, job.stats or {}, rows, best, baseline_rows(s, job, space, completed))
-    return None if found is None else Baselines.model_validate(found)
-
-
-def _recommended(job: Job, trials: list[CompletedTrial]) -> tuple[CompletedTrial, Score] | None:
-    goal = _goal(job)
-    number = (job.stats.get("recommendation") or {}).get("number")
-    if number is None or goal is None:
-        return None
-    for trial in trials:
-        if trial.number == number and trial.summary.get("metrics"):
-            return trial, goal.score(trial.summary["metrics"])
-    return None
 
 
 def recommendation_view(rec: Mapping[str, Any] | None) -> Recommendation | None:

@@ -31,15 +31,7 @@ from nictune.cli._common import (
 from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.cli.dryrun import print_dry_run
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION, optimize_remote
-from nictune.cli.results import (
-    changes_table,
-    default_vs_best_table,
-    print_baselines,
-    print_front,
-    print_noise,
-    print_short_runs,
-    print_stop,
-)
+from nictune.cli.results import print_job_result, warm_summary
 from nictune.cli.workload_options import (
     BIDIR_OPTION,
     BITRATE_LONG_OPTION,
@@ -224,7 +216,7 @@ def optimize(
     if json_out:
         print_json(_json_result(report))
     else:
-        _print_result(report)
+        print_job_result(report)
     if outcome.state == "interrupted":
         err_console.print(f"interrupted: resume with  nictune optimize --resume {job_id}")
         raise typer.Exit(130)
@@ -375,7 +367,7 @@ def _json_result(report: dict[str, Any]) -> dict[str, Any]:
         "race": report.get("race"),
         "short_runs": report.get("short_runs"),
         "bench_seconds": report.get("bench_seconds"),
-        "warm_start": _warm_summary(report.get("warm_start")),
+        "warm_start": warm_summary(report.get("warm_start")),
         "engine_done_at": report.get("engine_done_at"),
         "stop_reason": report.get("stop_reason"),
         "stop_text": report.get("stop_text"),
@@ -388,41 +380,9 @@ def _json_result(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _warm_summary(raw: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not raw:
-        return None
-    return {"reused": int(raw.get("configs", 0)), "used_by_engine": bool(raw.get("supported"))}
-
-
 def _front_row(row: dict[str, Any]) -> dict[str, Any]:
     return {"trial": row["number"], "config_hash": row["config_hash"], "config": dict(row["config"]),
             "metrics": row["metrics"]}
-
-
-def _print_result(report: dict[str, Any]) -> None:
-    best, default = report.get("best"), report.get("default")
-    runs = f" ({report['runs']} benchmark runs)" if report.get("runs") else ""
-    console.print(
-        f"job {report['job_id']} {report['state']}: {report['trials']} trials, {report['measured']} measured"
-        f"{runs}, {report['cached']} from the cache, {report['failed']} failed"
-        + (f" ({SIM_NOTE})" if report["simulated"] else "")
-    )
-    warm = _warm_summary(report.get("warm_start"))
-    if warm is not None and warm["reused"]:
-        console.print(f"warm start: {warm['reused']} configurations measured earlier on this testbed and workload "
-                      + ("were reused" if warm["used_by_engine"] else f"(engine {report['engine']} cannot use them)"))
-    print_stop(report)
-    print_short_runs(report)
-    if best is None:
-        console.print("no trial completed")
-        return
-    if len(report["objectives"]) > 1:
-        print_front(report)
-    print_noise(report)
-    console.print(changes_table(best["number"], best["config_hash"], report.get("changes", [])))
-    console.print(default_vs_best_table(default, best, simulated=report["simulated"]))
-    print_baselines(report)
-    console.print(f"job id: {report['job_id']}   (nictune history show {report['job_id']})")
 
 
 __all__ = ["optimize", "register"]

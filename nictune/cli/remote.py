@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from nictune.cli._common import (
     SIM_NOTE,
@@ -19,16 +18,7 @@ from nictune.cli._common import (
     print_error,
     print_json,
 )
-from nictune.cli.results import (
-    changes_table,
-    default_vs_best_table,
-    print_baselines,
-    print_best,
-    print_jobs,
-    print_noise,
-    print_short_runs,
-    print_stop,
-)
+from nictune.cli.results import print_best, print_job_result, print_jobs
 from nictune.errors import MeasurementError, NictuneError
 from nictune.jobs import TrialEvent
 from nictune.jobs.trial_log import LineContext, trial_line
@@ -64,12 +54,16 @@ def optimize_remote(server: str, token: str | None, fields: dict[str, Any], mode
                               f"with POST {server}/v1/jobs/{job_id}/cancel", soft_wrap=True)
             raise typer.Exit(130) from None
         final = client.get_job(job_id)
-        default = _default_trial(client, job_id)
+        if mode == "json":
+            default = _default_trial(client, job_id)
+        else:
+            account = client.job_account(job_id)["account"]
     if mode == "json":
-        # The job's id as `job_id` (the service's `id`), and the default's figures, as the local document has them.
+        # The service's job document, with the job's id as `job_id` (the service's `id`) and
+        # the default's figures as the local document has them.
         print_json(_cli_keys(final) | {"default": default})
     else:
-        _print_remote_result(final, default)
+        print_job_result(account, server)  # what the local command prints, from the same account
     if final.get("state") != "completed":  # cancelled or failed on the service: not a success for a script
         if final.get("error"):
             print_error(f"job {job_id} {final['state']}: {final['error']}")
@@ -208,41 +202,6 @@ def _default_trial(client: Client, job_id: int) -> dict[str, Any] | None:
     return None
 
 
-def _print_remote_result(job: dict[str, Any], default: dict[str, Any] | None) -> None:
-    prog = job.get("progress") or {}
-    console.print(f"job {job['id']} {job['state']}: {prog.get('done', 0)} trials, {prog.get('measured', 0)} "
-                  f"measured, {prog.get('cached', 0)} from the cache, {prog.get('failed', 0)} failed")
-    print_stop(job)
-    print_short_runs(job)
-    best = job.get("best")
-    if not best:
-        console.print("no trial completed")
-        return
-    if job.get("front"):
-        front = Table(title="Pareto front" + (" (simulated)" if job.get("simulated") else ""))
-        names = [get_objective(name) for name in job["objectives"]]
-        front.add_column("trial", justify="right")
-        for obj in names:
-            front.add_column(obj.label, justify="right")
-        front.add_column("config")
-        for row in job["front"]:
-            front.add_row(str(row["number"]), *(fmt(obj.value(row["metrics"])) for obj in names),
-                          row["config_hash"][:12])
-        console.print(front)
-    print_noise(job | {"best_feasible": (best.get("score") or {}).get("feasible")})
-    if "changes" in best:
-        console.print(changes_table(best["number"], best["config_hash"], best["changes"]))
-    else:  # a service older than the field: every knob
-        table = Table(title=f"best configuration (trial {best['number']}, {best['config_hash'][:12]})")
-        table.add_column("knob")
-        table.add_column("value")
-        for k, v in best["config"].items():
-            table.add_row(k, str(v))
-        console.print(table)
-    console.print(default_vs_best_table(default, best, simulated=bool(job.get("simulated"))))
-    print_baselines(job)
-
-
 def _cli_keys(job: dict[str, Any]) -> dict[str, Any]:
     """A service job document with the job's id under ``job_id``, the one key every CLI
     document uses for it (the service's own ``id`` left out)."""
@@ -298,39 +257,13 @@ def _measured(metrics: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def job_report_remote(server: str, token: str | None, job_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A job and its trials through the API, in the shapes of ``job_report`` and
-    ``trial_rows`` (what ``history show`` prints)."""
+    """A job's account and its trial rows through the API: what ``job_account`` gives locally
+    (the service builds them with it: nothing is re-shaped here)."""
     from nictune.api.client import Client
 
     with Client(server, token=token) as client:
-        job = client.get_job(job_id)
-        items: list[dict[str, Any]] = client.job_trials(job_id, limit=None)["items"]
-        default_config = dict(client.job_default(job_id).get("config") or {})
-    configs = {t["number"]: t.get("config") or {} for t in items}
-    rec = job.get("recommendation")
-    best = job.get("best")
-    number = rec["number"] if rec and rec.get("number") is not None else best["number"] if best else None
-    report = {
-        "job_id": job["id"], "state": job["state"], "engine": job["engine"], "testbed": job["testbed"],
-        "simulated": bool(job.get("simulated")), "workload": job["workload"], "objectives": job["objectives"],
-        "constraints": job.get("constraints") or [], "budget": job["budget"], "repeats": job["repeats"],
-        "seed": job["seed"], "engine_done_at": job.get("engine_done_at"), "racing": bool(job.get("racing")),
-        "stop_reason": job.get("stop_reason"), "stop_text": job.get("stop_text"),
-        "noise": job.get("noise"), "recommendation": rec, "race": job.get("race"),
-        "stats": {"final_race": job.get("final_race") or []}, "notices": job.get("notices") or [],
-        "best": {"number": number} if number is not None else None,
-        "best_feasible": (best.get("score") or {}).get("feasible") if best else None,
-        "front": [{"number": f["number"], "config_hash": f["config_hash"], "metrics": f["metrics"],
-                   "config": configs.get(f["number"], {})} for f in job.get("front") or []],
-        "default_config": default_config,
-        "baselines": job.get("baselines"), "space": job.get("space"),
-    }
-    rows = [{"number": t["number"], "state": t["state"], "source": t["source"], "config_hash": t["config_hash"],
-             "config": t.get("config") or {},
-             "metrics": _measured(t.get("metrics")),
-             "repeats": t.get("repeats"), "cached_from": t.get("cached_from"), "error": t.get("error")}
-            for t in items]
-    return report, rows
+        body = client.job_account(job_id)
+    return dict(body["account"]), list(body["trials"])
 
 
 def configuration_remote(server: str, token: str | None, config_hash: str) -> dict[str, Any]:

@@ -226,3 +226,40 @@ def print_baselines(report: Mapping[str, Any]) -> None:
     if any(b.get("stock") for b in comparison["baselines"]):
         console.print("  stock profiles: what users would otherwise apply (TuneD, ESnet), in this space's knobs; "
                       f"nictune spaces show {report.get('space', 'SPACE')} lists their sources and what they set")
+
+
+def warm_summary(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+    """How many earlier measurements a warm start reused, and whether the engine used them."""
+    if not raw:
+        return None
+    return {"reused": int(raw.get("configs", 0)), "used_by_engine": bool(raw.get("supported"))}
+
+
+def print_job_result(report: dict[str, Any], server: str | None = None) -> None:
+    """What a finished job found, from its account (:func:`nictune.jobs.report.job_account`):
+    counts, how it stopped, the recommendation's changes, default against best, the baselines.
+    ``optimize`` prints it, locally and with ``--server`` (then ``server`` is its URL)."""
+    best, default = report.get("best"), report.get("default")
+    runs = f" ({report['runs']} benchmark runs)" if report.get("runs") else ""
+    console.print(
+        f"job {report['job_id']} {report['state']}: {report['trials']} trials, {report['measured']} measured"
+        f"{runs}, {report['cached']} from the cache, {report['failed']} failed"
+        + (f" ({SIM_NOTE})" if report["simulated"] else "")
+    )
+    warm = warm_summary(report.get("warm_start"))
+    if warm is not None and warm["reused"]:
+        console.print(f"warm start: {warm['reused']} configurations measured earlier on this testbed and workload "
+                      + ("were reused" if warm["used_by_engine"] else f"(engine {report['engine']} cannot use them)"))
+    print_stop(report)
+    print_short_runs(report)
+    if best is None:
+        console.print("no trial completed")
+        return
+    if len(report["objectives"]) > 1:
+        print_front(report)
+    print_noise(report)
+    console.print(changes_table(best["number"], best["config_hash"], report.get("changes", [])))
+    console.print(default_vs_best_table(default, best, simulated=report["simulated"]))
+    print_baselines(report)
+    console.print(f"job id: {report['job_id']}   (nictune history show {report['job_id']}"
+                  + (f" --server {server}" if server else "") + ")", soft_wrap=True)

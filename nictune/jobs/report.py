@@ -124,20 +124,32 @@ def _job_fields(job: db.Job) -> dict[str, Any]:
 
 
 def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
-    """A plain-data account of a job: settings, counts, best and default trials, knob changes."""
-
+    """A plain-data account of a job (:func:`job_account`, without its trial rows)."""
     with db.session_scope(dbe) as s:
-        job = db.get_job(s, job_id)
-        space = space_from_dict(dict(job.space_definition))
-        goal = Goal.from_names(list(job.objectives), list(job.constraints))
-        trials = db.job_trials(s, job_id, measurements=False)
-        rows = trial_rows(trials)
-        completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
-        default = default_row(s, job, space, completed)
-        known = baseline_rows(s, job, space, completed)
-        recommended_id = job.best_trial_id
-        recommended = next((t.number for t in trials if t.id == recommended_id), None)
-        info = _job_fields(job)
+        return job_account(s, job_id)[0]
+
+
+def job_account(s: Session, job_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A plain-data account of a job: settings, counts, best and default trials, knob changes,
+    the recommendation against the default and the stock profiles; and its trials
+    (:func:`trial_rows`). The one account of a job: the CLI prints it, the report is built
+    from it, and the API serves it (``GET /v1/jobs/{id}/account``, and the best trial and
+    baselines of ``GET /v1/jobs/{id}``).
+
+    Raises:
+        NotFoundError: no such job.
+    """
+    job = db.get_job(s, job_id)
+    space = space_from_dict(dict(job.space_definition))
+    goal = Goal.from_names(list(job.objectives), list(job.constraints))
+    trials = db.job_trials(s, job_id, measurements=False)
+    rows = trial_rows(trials)
+    completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
+    default = default_row(s, job, space, completed)
+    known = baseline_rows(s, job, space, completed)
+    recommended_id = job.best_trial_id
+    recommended = next((t.number for t in trials if t.id == recommended_id), None)
+    info = _job_fields(job)
     info["trials"] = len(rows)
     # Counted by how each trial was answered when the job asked for it, as the job's progress
     # counts them: a cached trial the final race measured again is still "from the cache".
@@ -178,7 +190,7 @@ def job_report(dbe: DbEngine, job_id: int) -> dict[str, Any]:
         best_cfg = dict(best["config"])
         info["changes"] = knob_changes(space, best_cfg)
         info["best_config"] = best_cfg
-    return info
+    return info, rows
 
 
 def short_runs(stats: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -86,6 +86,11 @@ def test_optimize_and_history_through_the_service(db_url: str, tmp_path: Path) -
                                      capture_output=True, text=True, timeout=180,
                                      env={**os.environ, "NICTUNE_DB": db_url})
         changes = json.loads(report_here.stdout)["changes"]
+        # ... and the whole document through the service is the local one: one account, no re-shaping.
+        report_there = cli("history", "show", str(job_id), "--server", server.url, "--token", token, "--json",
+                           env_db=db_url)
+        assert report_there.returncode == 0, report_there.stderr
+        assert json.loads(report_there.stdout) == json.loads(report_here.stdout)
         assert changes and job["best"]["changes"] == changes
         # The default's figures, as the local document has them (trial 0 measured it).
         default_here = json.loads(report_here.stdout)["default"]

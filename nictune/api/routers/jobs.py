@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
 from sqlalchemy.engine import Engine as DbEngine
 from sqlalchemy.orm import Session
 
@@ -21,7 +22,7 @@ from nictune.api.schemas.jobs import JobCreate, JobOut, JobPage, JobStateName
 from nictune.api.schemas.trials import SortKey, TrialPage
 from nictune.api.settings import ApiSettings
 from nictune.api.submission import build_spec
-from nictune.api.views import job_view, sim_note, trial_view
+from nictune.api.views import account_of, job_view, json_safe, sim_note, trial_view
 from nictune.db import Job, session_scope
 from nictune.optimizer import OBJECTIVES
 
@@ -140,6 +141,23 @@ def job_trials(
         items = [trial_view(r.trial, r.configuration, simulated=simulated) for r in rows]
     return json_response(TrialPage(items=items, total=total, limit=limit, offset=offset, simulated=simulated,
                                    note=sim_note(simulated), next=next_page(request, total, limit, offset)))
+
+
+@router.get("/{job_id}/account", responses={
+    200: {"description": "The account: the job's settings and counts, `best` (the recommended trial), `default`, "
+                         "`baselines` (the recommendation against the default and the stock profiles), `changes`, "
+                         "`stop_reason`, `race`, `noise` ..., and `trials`: every trial in order.",
+          "content": {"application/json": {"schema": {"type": "object", "required": ["account", "trials"]}}}},
+    **error_responses(401, 404, 422, 503)})
+def get_job_account(request: Request, job_id: JobId, _token: ReadToken, dbe: Db) -> Response:
+    """A job's whole account, the one `nictune history show N --json` prints from the local
+    database (the same function builds both, and the report): what `nictune history show N
+    --server URL` reads. Non-finite numbers are null."""
+    with session_scope(dbe) as s:
+        job = require_job(s, job_id)
+        account, rows = account_of(s, job, trial_counts(s, [job_id])[job_id], request.app.state.cache)
+        body = json_safe({"account": account, "trials": rows})
+    return JSONResponse(body)
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut,
