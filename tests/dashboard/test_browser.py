@@ -545,3 +545,41 @@ def test_the_event_stream_parser(blank_page: Any) -> None:
     for run in runs:
         assert run["events"] == expected
         assert run["retry"] == 2500
+
+
+def test_a_read_refused_with_429_is_tried_again_after_retry_after_and_a_submission_is_not(blank_page: Any) -> None:
+    """js/api.js: the service answers 429 when a token has too many requests in progress
+    (several tabs); the dashboard waits Retry-After and asks again instead of showing an error,
+    and never sends a POST twice."""
+    got = blank_page.evaluate("""async () => {
+        const {api, ApiError} = await import('./static/js/api.js');
+        const realFetch = window.fetch;
+        const calls = [];
+        const answers = (plan) => async (url, init) => {
+            calls.push([init.method, new URL(url).pathname, performance.now()]);
+            const status = plan.shift();
+            return new Response(JSON.stringify(status === 200 ? {ok: true} : {error: "too_many_requests",
+                                message: "busy", field: "token"}),
+                                {status, headers: {"Content-Type": "application/json", "Retry-After": "1"}});
+        };
+        try {
+            window.fetch = answers([429, 429, 200]);
+            const read = await api('/v1/jobs');
+            const readCalls = calls.splice(0);
+            window.fetch = answers([429, 200]);
+            let posted = null;
+            try { await api('/v1/jobs', {method: 'POST', body: {budget: 1}}); }
+            catch (err) { posted = err instanceof ApiError ? err.status : String(err); }
+            const postCalls = calls.splice(0);
+            window.fetch = answers([429, 429, 429, 429, 429, 429, 429]);
+            let gaveUp = null;
+            try { await api('/v1/spaces'); } catch (err) { gaveUp = err.status; }
+            return {read, reads: readCalls.length, waited: readCalls[2][2] - readCalls[0][2],
+                    posted, posts: postCalls.length, gaveUp, tries: calls.length};
+        } finally {
+            window.fetch = realFetch;
+        }
+    }""")
+    assert got["read"] == {"ok": True} and got["reads"] == 3 and got["waited"] >= 1900, got
+    assert got["posted"] == 429 and got["posts"] == 1, got
+    assert got["gaveUp"] == 429 and got["tries"] == 6, got

@@ -99,9 +99,27 @@ export async function api(path, {method = "GET", params, body, signal, raw = fal
   const init = {method, headers: headers(body === undefined ? {} : {"Content-Type": "application/json"}),
                 signal, cache: "no-store"};
   if (body !== undefined) init.body = JSON.stringify(body);
-  const response = await fetch(apiUrl(path, params), init);
-  if (!response.ok) throw await failure(response, path);
-  return raw ? response : response.json();
+  // A read the service refuses for a moment (429: this token has too many requests in
+  // progress, e.g. from several tabs) is tried again after its Retry-After, a few times.
+  // Only reads: a refused submission is shown, never sent twice.
+  for (let attempt = 0; ; attempt++) {
+    const response = await fetch(apiUrl(path, params), init);
+    if (response.status === 429 && method === "GET" && attempt < MAX_RETRIES_429 && !signal?.aborted) {
+      await sleep(retryAfterMs(response), signal);
+      continue;
+    }
+    if (!response.ok) throw await failure(response, path);
+    return raw ? response : response.json();
+  }
+}
+
+/** Reads retried after a 429 before the error is shown. */
+const MAX_RETRIES_429 = 5;
+
+/** A 429's `Retry-After` (seconds) in milliseconds, 1 s when it has none, at most 30 s. */
+function retryAfterMs(response) {
+  const seconds = Number(response.headers.get("Retry-After"));
+  return Math.min(Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 1000, 30000);
 }
 
 /** Every item of a paginated list (follows `next` until the last page or `max` items). */
@@ -159,12 +177,14 @@ export async function followEvents(jobId, {after = -1, signal, onEvent, onStatus
       if (parser.retry !== null) delay = parser.retry;
     } catch (err) {
       if (signal.aborted) return;
-      if (err instanceof ApiError && err.status !== 503) {
+      if (err instanceof ApiError && err.status !== 503 && err.status !== 429) {
         onStatus("error", err);
         throw err;
       }
       onStatus("retrying", err);
-      delay = Math.min(delay * 2, 15000);
+      // 429: the token (or the service) has every event stream it may have open; try again
+      // after a while rather than give up on following the job.
+      delay = err instanceof ApiError && err.status === 429 ? Math.max(delay, 10000) : Math.min(delay * 2, 15000);
     }
     if (ended) {
       onStatus("ended");
