@@ -81,10 +81,10 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         notifier.bind(asyncio.get_running_loop())
-        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.request_threads
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads()
         # Event streams read on threads of their own, at most half as many: a crowd of
         # streams never holds every request thread.
-        app.state.stream_threads = anyio.CapacityLimiter(max(1, settings.request_threads // 2))
+        app.state.stream_threads = anyio.CapacityLimiter(max(1, settings.threads() // 2))
         dbe = await run_in_threadpool(open_database, settings.database_url())
         reader = read_engine(settings.database_url())
         manager = JobManager(dbe, settings, notifier)
@@ -119,6 +119,6 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     app.include_router(export_router())
     app.include_router(dashboard_router())
     install_docs(app)
-    app.add_middleware(RequestLimit, per_token=settings.max_requests_per_token)
+    app.add_middleware(RequestLimit, per_token=settings.max_requests_per_token, total=settings.max_requests)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     return app

@@ -219,23 +219,30 @@ class RequestLimit:
     A client that sends a hundred page requests at once gets ``per_token`` of them served
     and a ``429`` with ``Retry-After: 1`` for the others, at once and without a database
     read, instead of queueing them in front of everyone else's. Requests are told apart by
-    their bearer secret (hashed; a request without one is not counted: it is refused by
-    authentication anyway); ``/healthz`` is never held back, and event streams have their
-    own limit.
+    their bearer secret (hashed; a request without one counts only toward ``total``: it is
+    refused by authentication anyway); ``/healthz`` is never held back, and event streams
+    have their own limit.
+
+    The service as a whole answers at most ``total`` requests at once (with a token or
+    without, ``/healthz`` and streams aside): one more is a 429 too, so a crowd of tokens
+    cannot queue an unbounded backlog either.
 
     Args:
         app: the wrapped application.
         per_token: requests one token may have in progress at once.
+        total: requests in progress at once, all together.
     """
 
-    def __init__(self, app: ASGIApp, per_token: int):
+    def __init__(self, app: ASGIApp, per_token: int, total: int = 1_000_000):
         self.app = app
         self.per_token = per_token
+        self.total = total
         self._busy: dict[str, int] = {}
+        self._all = 0
 
-    def in_progress(self, secret: str) -> int:
-        """Requests of the token with ``secret`` in progress."""
-        return self._busy.get(_key(secret), 0)
+    def in_progress(self, secret: str | None = None) -> int:
+        """Requests of the token with ``secret`` in progress (all of them without one)."""
+        return self._busy.get(_key(secret), 0) if secret is not None else self._all
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass the request on, or answer 429."""
@@ -244,28 +251,33 @@ class RequestLimit:
             return
         authorization = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"authorization"), None)
         secret = bearer_secret(authorization)
-        if secret is None:
-            await self.app(scope, receive, send)
-            return
-        key = _key(secret)
-        busy = self._busy.get(key, 0)
-        if busy >= self.per_token:
-            response = error_response(
-                429, f"this token has {busy} requests in progress; the service answers at most {self.per_token} "
-                     "of one token at once: wait for an answer before sending more",
-                field="token", allowed=f"at most {self.per_token} requests in progress per token",
-                headers={"Retry-After": "1"})
+        key = _key(secret) if secret is not None else None
+        busy = self._busy.get(key, 0) if key is not None else 0
+        refusal = None
+        if key is not None and busy >= self.per_token:
+            refusal = (f"this token has {busy} requests in progress; the service answers at most {self.per_token} "
+                       "of one token at once: wait for an answer before sending more",
+                       f"at most {self.per_token} requests in progress per token")
+        elif self._all >= self.total:
+            refusal = (f"the service has {self._all} requests in progress, its limit: try again in a moment",
+                       f"at most {self.total} requests in progress in all")
+        if refusal is not None:
+            response = error_response(429, refusal[0], field="token", allowed=refusal[1], headers={"Retry-After": "1"})
             await response(scope, receive, send)
             return
-        self._busy[key] = busy + 1
+        self._all += 1
+        if key is not None:
+            self._busy[key] = busy + 1
         try:
             await self.app(scope, receive, send)
         finally:
-            left = self._busy.get(key, 1) - 1
-            if left > 0:
-                self._busy[key] = left
-            else:
-                self._busy.pop(key, None)
+            self._all -= 1
+            if key is not None:
+                left = self._busy.get(key, 1) - 1
+                if left > 0:
+                    self._busy[key] = left
+                else:
+                    self._busy.pop(key, None)
 
 
 def _key(secret: str) -> str:

@@ -8,6 +8,7 @@ is visible from both.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
@@ -39,9 +40,12 @@ class ApiSettings(BaseSettings):
         max_streams: event streams the service keeps open at once, all tokens together.
         max_requests_per_token: requests of one token in progress at once, event streams
             aside (429 above).
+        max_requests: requests in progress at once, all tokens together, event streams
+            aside (429 above).
         request_threads: worker threads that serve requests (database reads, JSON); a
             flood waits for one of them instead of each request adding a thread that
-            competes for the CPU with every other.
+            competes for the CPU (and Python's interpreter lock) with every other.
+            ``None``: two per CPU, between 2 and 8.
         token_recheck_s: how often an open event stream checks that its token still works
             (it ends when the token is revoked or expires).
         trial_delay_s: pause after every new trial (tests use it to slow a simulated job
@@ -77,7 +81,8 @@ class ApiSettings(BaseSettings):
     max_streams_per_token: int = Field(default=8, ge=1)
     max_streams: int = Field(default=32, ge=1)
     max_requests_per_token: int = Field(default=8, ge=1)
-    request_threads: int = Field(default=8, ge=2, le=200)
+    max_requests: int = Field(default=64, ge=1)
+    request_threads: int | None = Field(default=None, ge=2, le=200)
     token_recheck_s: float = Field(default=5.0, gt=0.0)
     trial_delay_s: float = Field(default=0.0, ge=0.0)
     resume_jobs: bool = True
@@ -98,6 +103,10 @@ class ApiSettings(BaseSettings):
         overrides = {k: v for k, v in (("broker_url", self.broker_url), ("result_backend", self.result_backend))
                      if v is not None}
         return CelerySettings(**overrides).check()  # type: ignore[arg-type]
+
+    def threads(self) -> int:
+        """The request threads: ``request_threads``, or two per CPU between 2 and 8."""
+        return self.request_threads or max(2, min(8, 2 * (os.cpu_count() or 1)))
 
     def database_url(self) -> str:
         """The database to use: ``db_url`` or the CLI's default."""

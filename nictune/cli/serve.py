@@ -132,8 +132,9 @@ def _banner(settings: Any) -> str:
     if settings.testbeds:
         lines.append(f"  testbeds clients may use besides the simulated ones: {', '.join(settings.testbeds)}")
     lines.append(f"  limits per token: {settings.max_pending_jobs} pending jobs, {settings.max_requests_per_token} "
-                 f"requests at once, {settings.max_streams_per_token} event streams ({settings.max_streams} in all); "
-                 f"bodies up to {settings.max_body_bytes} bytes")
+                 f"requests at once ({settings.max_requests} in all), {settings.max_streams_per_token} event streams "
+                 f"({settings.max_streams} in all); bodies up to {settings.max_body_bytes} bytes; "
+                 f"{settings.threads()} request threads")
     lines.append("  stop with Ctrl-C (jobs left unfinished resume when the service starts again)")
     return "\n".join(lines)
 
@@ -165,13 +166,16 @@ def serve(
         help="Requests of one token in progress at once, event streams aside (default 8; 429 above)."),
     max_streams_per_token: int | None = typer.Option(None, "--max-streams-per-token", min=1, rich_help_panel="Limits",
                                                      help="Event streams one token may have open (default 8)."),
+    max_requests: int | None = typer.Option(None, "--max-requests", min=1, rich_help_panel="Limits",
+                                            help="Requests in progress at once, all tokens together, event streams "
+                                                 "aside (default 64; 429 above)."),
     max_streams: int | None = typer.Option(None, "--max-streams", min=1, rich_help_panel="Limits",
                                            help="Event streams open at once, all tokens together (default 32)."),
     max_body_bytes: int | None = typer.Option(None, "--max-body-bytes", min=1024, rich_help_panel="Limits",
                                               help="Largest request body accepted (default 1000000; 413 above)."),
     request_threads: int | None = typer.Option(None, "--request-threads", min=2, max=200, rich_help_panel="Limits",
-                                               help="Worker threads serving requests (default 8); event streams "
-                                                    "read on at most half as many of their own."),
+                                               help="Worker threads serving requests (default two per CPU, 2 to 8); "
+                                                    "event streams read on at most half as many of their own."),
 ) -> None:
     """Run the REST service: submit, follow and query jobs over HTTP (see /docs)."""
     from nictune.api import ApiSettings, create_app
@@ -179,7 +183,7 @@ def serve(
 
     overrides: dict[str, object] = {"host": host, "port": port, "metrics_public": metrics_public}
     overrides |= {k: v for k, v in (("max_pending_jobs", max_pending_jobs),
-                                    ("max_requests_per_token", max_requests_per_token),
+                                    ("max_requests_per_token", max_requests_per_token), ("max_requests", max_requests),
                                     ("max_streams_per_token", max_streams_per_token), ("max_streams", max_streams),
                                     ("max_body_bytes", max_body_bytes), ("request_threads", request_threads))
                   if v is not None}

@@ -66,6 +66,28 @@ def test_a_token_gets_429_above_its_requests_in_progress_and_other_tokens_do_not
     asyncio.run(scenario())
 
 
+def test_the_service_as_a_whole_answers_at_most_its_total_at_once() -> None:
+    async def scenario() -> None:
+        inner = _Blocking()
+        limit = RequestLimit(inner, per_token=10, total=4)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=limit), base_url="http://t") as http:
+            held = [asyncio.create_task(http.get("/v1/jobs", headers={"Authorization": f"Bearer t{i}"}))
+                    for i in range(3)] + [asyncio.create_task(http.get("/v1/spaces"))]  # no token: counted too
+            while inner.entered < 4:
+                await asyncio.sleep(0.01)
+            assert limit.in_progress() == 4
+            refused = await http.get("/v1/jobs", headers={"Authorization": "Bearer fresh"})
+            assert refused.status_code == 429 and refused.json()["allowed"] == "at most 4 requests in progress in all"
+            health = asyncio.create_task(http.get("/healthz"))  # never held back
+            while inner.entered < 5:
+                await asyncio.sleep(0.01)
+            inner.release.set()
+            assert [r.status_code for r in await asyncio.gather(*held, health)] == [200] * 5
+            assert limit.in_progress() == 0
+
+    asyncio.run(scenario())
+
+
 def test_a_request_that_fails_gives_its_slot_back() -> None:
     async def failing(scope: Scope, receive: Receive, send: Send) -> None:
         raise RuntimeError("boom")
@@ -120,7 +142,8 @@ def test_serve_help_lists_the_limits_and_refuses_a_bad_one() -> None:
     runner = CliRunner()
     shown = runner.invoke(cli_app, ["serve", "--help"], env={"COLUMNS": "200"})
     assert shown.exit_code == 0
-    for option in ("--max-pending-jobs", "--max-requests-per-token", "--max-streams-per-token", "--max-streams",
+    for option in ("--max-pending-jobs", "--max-requests-per-token", "--max-requests", "--max-streams-per-token",
+                   "--max-streams",
                    "--max-body-bytes", "--request-threads"):
         assert option in shown.output, option
     bad = runner.invoke(cli_app, ["serve", "--max-requests-per-token", "0"], env={"COLUMNS": "200"})
@@ -140,7 +163,7 @@ def test_the_real_service_refuses_a_token_s_flood_with_429_and_serves_the_rest(
     with running_server(db_url, tmp_path / "server.log",
                         args=["--max-requests-per-token", "2", "--max-streams", "5"]) as server:
         banner = server.log.read_text()
-        assert "limits per token: 10 pending jobs, 2 requests at once, 8 event streams (5 in all)" in banner
+        assert "limits per token: 10 pending jobs, 2 requests at once (64 in all), 8 event streams (5 in all)" in banner
         answers = asyncio.run(flood(server.url, 40))
         codes = sorted({a.status_code for a in answers})
         assert codes == [200, 429], codes
