@@ -104,7 +104,7 @@ def landscapes(families: Sequence[str], split: str, quick: bool = False) -> list
 
 # ------------------------------------------------------------------ optimum
 def _enumerate(land: Landscape) -> list[Configuration] | None:
-    from nictune.optimizer.bayes import enumerate_space
+    from nictune.optimizer.encoding import enumerate_space
 
     return enumerate_space(land.space, ENUMERATE_MAX)
 

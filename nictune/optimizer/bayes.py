@@ -72,22 +72,25 @@ did not ask for) adds past trials to the model before (or while) it proposes.
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from nictune.errors import InvalidInputError
 from nictune.optimizer._base import Engine, Param, register_engine
-from nictune.optimizer.diagnosis import relief_moves, relieved
+from nictune.optimizer.acquisition import expected_gain, expected_improvement, norm_cdf, normal_scores, value_map
+from nictune.optimizer.candidates import CandidatePools
+from nictune.optimizer.diagnosis import relieved
+from nictune.optimizer.encoding import Encoder, enumerate_space
 from nictune.optimizer.gp import GaussianProcess
 from nictune.optimizer.objectives import Score
-from nictune.search_spaces import BoolKnob, ChoiceKnob, Configuration, Knob, SearchSpace, Value
+from nictune.search_spaces import Configuration
 from nictune.search_spaces.design import space_filling
 
-#: Spaces with at most this many configurations (before constraints) are enumerated.
-ENUMERATE_LIMIT = 4096
+if TYPE_CHECKING:
+    from nictune.optimizer.tpe_backend import TpeBackend
+
 #: Feasible trials sit this far below 0 in the constraint model's target.
 FEASIBLE_MARGIN = 0.5
 #: Hill-climbing rounds on the acquisition, and how many candidates climb.
@@ -102,160 +105,7 @@ ROUND_CYCLE: tuple[str, ...] = ("diagnose", "local")
 #: Configurations of the first round besides the start ones.
 N_INIT = 6
 ROUND_KINDS = ("global", "local", "coordinate", "diagnose", "explore")
-#: Suggestions the ``tpe`` surrogate may make for one proposal before a uniform sample takes
-#: its place: a converged TPE keeps suggesting configurations already measured (or ones the
-#: space repairs), and each suggestion costs a pass over every trial. bench/engines.py, Nurika,
-#: 20 seeds: 20 attempts spent 35 s per run of 100 evaluations on a slow day, most of the
-#: bench's time.
-TPE_ATTEMPTS = 5
 
-
-
-# ---------------------------------------------------------------------- encoding
-class Encoder:
-    """Configurations as vectors in [0, 1]^d (see the module docstring)."""
-
-    def __init__(self, space: SearchSpace):
-        self.space = space
-        self.columns: list[tuple[str, Any]] = []  # (knob, None | category)
-        # Per knob: name, default, knob, its first column, value -> [(column, position)].
-        self._plan: list[tuple[str, Value, Knob, int, dict[Any, list[tuple[int, float]]] | None]] = []
-        for name, knob in space.knobs.items():
-            first = len(self.columns)
-            table: dict[Any, list[tuple[int, float]]] | None = None
-            if isinstance(knob, ChoiceKnob) and not knob.ordered and len(knob.choices) > 2:
-                self.columns += [(name, c) for c in knob.choices]
-                table = {c: [(first + i, 1.0)] for i, c in enumerate(knob.choices)}
-            else:
-                self.columns.append((name, None))
-                listed = knob.values()
-                if listed is not None:
-                    table = {v: [(first, self._position(knob, v))] for v in listed}
-            self._plan.append((name, knob.default, knob, first, table))
-        self.width = len(self.columns)
-        self._cache: dict[str, np.ndarray] = {}
-
-    @staticmethod
-    def _position(knob: Knob, value: Value) -> float:
-        if isinstance(knob, BoolKnob):
-            return 1.0 if value else 0.0
-        return float(knob.encode(value))
-
-    def encode(self, config: Configuration) -> np.ndarray:
-        cached = self._cache.get(config.hash)
-        if cached is not None:
-            return cached
-        row = np.zeros(self.width)
-        for name, default, knob, first, table in self._plan:
-            value = config.get(name, default)
-            if table is not None:
-                for i, v in table[value]:
-                    row[i] = v
-            else:
-                row[first] = self._position(knob, value)
-        if len(self._cache) > 200_000:
-            self._cache.clear()
-        self._cache[config.hash] = row
-        return row
-
-    def matrix(self, configs: Sequence[Configuration]) -> np.ndarray:
-        if not configs:
-            return np.empty((0, self.width))
-        return np.vstack([self.encode(c) for c in configs])
-
-
-def enumerate_space(space: SearchSpace, limit: int = ENUMERATE_LIMIT) -> list[Configuration] | None:
-    """Every valid configuration of ``space`` in a fixed order, or ``None`` if there are
-    more than ``limit`` (before constraints) or a knob cannot be listed."""
-    size = space.size()
-    if size is None or size > limit:
-        return None
-    knobs = list(space.knobs.values())
-    out: list[Configuration] = []
-    seen: set[str] = set()
-
-    def walk(i: int, values: dict[str, Value]) -> None:
-        if i == len(knobs):
-            active = {n: values[n] for n in space.active(values) if n in values}
-            if len(active) == len(space.active(active)) and not space.violations(active):
-                config = Configuration.from_values(active)
-                if config.hash not in seen:
-                    seen.add(config.hash)
-                    out.append(config)
-            return
-        knob = knobs[i]
-        cond = knob.condition
-        if cond is not None and not (cond.knob in values and cond.holds(values[cond.knob])):
-            walk(i + 1, values)
-            return
-        for v in knob.values() or []:
-            values[knob.name] = v
-            walk(i + 1, values)
-            del values[knob.name]
-
-    walk(0, {})
-    return out
-
-
-def normal_scores(y: np.ndarray) -> np.ndarray:
-    """Rank-based normal scores of ``y`` (ties share their average rank)."""
-    from scipy.stats import norm, rankdata
-
-    return np.asarray(norm.ppf((rankdata(y) - 0.5) / len(y)), dtype=float)
-
-
-def _norm_cdf(z: np.ndarray) -> np.ndarray:
-    from scipy.special import ndtr
-
-    return np.asarray(ndtr(z), dtype=float)
-
-
-def _norm_pdf(z: np.ndarray) -> np.ndarray:
-    return np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
-
-
-def expected_improvement(mu: np.ndarray, sd: np.ndarray, best: float) -> np.ndarray:
-    """EI of a maximisation at predictions ``mu`` +- ``sd`` over ``best``."""
-    z = (mu - best) / sd
-    return (mu - best) * _norm_cdf(z) + sd * _norm_pdf(z)
-
-
-#: The grid that integrates over a normal prediction (standard scores, +-8 sd): dense, because
-#: the improvement has a kink at the incumbent (a Gauss-Hermite rule is off by 10 % in the tail).
-_GRID_Z = np.linspace(-8.0, 8.0, 3201)
-_GRID_W = np.exp(-0.5 * _GRID_Z**2)
-_GRID_W = _GRID_W / _GRID_W.sum()
-
-
-def value_map(scores: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """The copula's map from normal scores back to the objective's values: the knots
-    ``(score, mean value)`` of the told configurations, and the slopes used beyond the lowest
-    and the highest (from the extreme knot to the one a quarter of the way in, so one odd
-    value at the top does not set it)."""
-    knots = np.unique(scores)
-    means = np.array([values[scores == k].mean() for k in knots])
-    if len(knots) < 2:
-        return knots, means, 0.0, 0.0
-    q = max(1, (len(knots) - 1) // 4)
-    low = (means[q] - means[0]) / (knots[q] - knots[0])
-    high = (means[-1] - means[-1 - q]) / (knots[-1] - knots[-1 - q])
-    return knots, means, float(low), float(high)
-
-
-def _to_value(y: np.ndarray, vmap: tuple[np.ndarray, np.ndarray, float, float]) -> np.ndarray:
-    knots, means, low, high = vmap
-    out = np.interp(y, knots, means)
-    out = np.where(y < knots[0], means[0] + low * (y - knots[0]), out)
-    return np.where(y > knots[-1], means[-1] + high * (y - knots[-1]), out)
-
-
-def expected_gain(mu: float, sd: float, best: float,
-                  vmap: tuple[np.ndarray, np.ndarray, float, float]) -> tuple[float, float]:
-    """Expected improvement in the objective's units of a prediction ``mu`` +- ``sd`` (normal
-    scores) over the incumbent ``best`` (a normal score), and the incumbent's value."""
-    incumbent = float(_to_value(np.array([best]), vmap)[0])
-    gains = np.maximum(_to_value(mu + sd * _GRID_Z, vmap) - incumbent, 0.0)
-    return float(gains @ _GRID_W), incumbent
 
 
 # ---------------------------------------------------------------------- the engine
@@ -325,11 +175,8 @@ class BayesEngine(Engine):
         self._exhausted = False
         self._value_gp = GaussianProcess(self.encoder.width, noise_min=self.params["noise_floor"])
         self._constraint_gp = GaussianProcess(self.encoder.width, noise_min=self.params["noise_floor"])
-        self._tpe: _TpeBackend | None = None
-        self._neighbours: dict[str, list[tuple[str, Configuration]]] = {}
-        self._coord_center = ""
-        self._coord_queue: list[str] = []
-        self._uniform: list[Configuration] = []
+        self._tpe: TpeBackend | None = None
+        self.candidates = CandidatePools(self.space, self.rng, self.known, self.params["candidates"])
         self._explore_now = False
         self._explored_at = -1
         #: The expected-improvement rule: the last counted rounds' gains (fractions of the
@@ -418,41 +265,12 @@ class BayesEngine(Engine):
         }
 
     # ---------------------------------------------------------------- rounds
-    def neighbours(self, config: Configuration) -> list[Configuration]:
-        """One-knob changes of ``config`` (cached: the same centers come back round after round)."""
-        return [c for _, c in self._named_neighbours(config)]
-
-    def _named_neighbours(self, config: Configuration) -> list[tuple[str, Configuration]]:
-        found = self._neighbours.get(config.hash)
-        if found is None:
-            if len(self._neighbours) > 20_000:
-                self._neighbours.clear()
-            found = self.space.neighbours(config)
-            self._neighbours[config.hash] = found
-        return found
-
-    def _coordinate_pool(self, taken: set[str]) -> list[Configuration]:
-        """Untried changes of the next knob (round robin) of the best configuration so far."""
-        best = self.best()
-        if best is None:
-            return []
-        center = best[0]
-        if center.hash != self._coord_center:
-            self._coord_center = center.hash
-            self._coord_queue = []
-        for _ in range(2):
-            if not self._coord_queue:  # a new pass over the knobs, in a fresh order
-                self._coord_queue = [n for n in center if n in self.space.knobs]
-                self.rng.shuffle(self._coord_queue)
-            while self._coord_queue:
-                name = self._coord_queue.pop()
-                pool = [c for n, c in self._named_neighbours(center) if n == name and self._fresh(c, taken)]
-                if pool:
-                    return pool
-        return []
-
     def _fresh(self, config: Configuration, taken: set[str]) -> bool:
         return not self.known(config) and config.hash not in taken
+
+    def _best_config(self) -> Configuration | None:
+        best = self.best()
+        return best[0] if best is not None else None
 
     def _first_round(self) -> list[Configuration]:
         out = list(self.start)
@@ -472,7 +290,7 @@ class BayesEngine(Engine):
             return out + space_filling(self.space, n_init, self.seed, exclude=taken)
         wanted = len(out) + n_init
         if self.start:
-            neighbours = list(self.neighbours(self.start[-1]))
+            neighbours = list(self.candidates.neighbours(self.start[-1]))
             self.rng.shuffle(neighbours)
             for config in neighbours[: n_init // 2]:
                 if self._fresh(config, taken):
@@ -516,7 +334,9 @@ class BayesEngine(Engine):
         self.rounds += 1
         if self.surrogate == "tpe":
             if self._tpe is None:
-                self._tpe = _TpeBackend(self)
+                from nictune.optimizer.tpe_backend import TpeBackend
+
+                self._tpe = TpeBackend(self)
             kind = self._round_kind()
             if kind in ("coordinate", "diagnose") and self.all_configs is None:
                 # No model to rank the moves: one at random, around the best measured ones.
@@ -524,7 +344,10 @@ class BayesEngine(Engine):
                 out: list[Configuration] = []
                 taken: set[str] = set()
                 for _ in range(self.batch):
-                    pool = self._coordinate_pool(taken) if kind == "coordinate" else self._relief_pool(ranked, taken)
+                    if kind == "coordinate":
+                        pool = self.candidates.coordinate(self._best_config(), taken)
+                    else:
+                        pool = self.candidates.relief(ranked, self.metrics_of, taken)
                     if not pool:
                         break
                     pick = pool[self.rng.randrange(len(pool))]
@@ -604,7 +427,7 @@ class BayesEngine(Engine):
         gain, incumbent = expected_gain(float(mu[0]), float(sd[0]), best, value_map(y, values))
         if constrained:
             cm, cs = self._constraint_gp.predict(xp)
-            gain *= float(_norm_cdf(-cm / cs)[0])
+            gain *= float(norm_cdf(-cm / cs)[0])
         fraction = gain / abs(incumbent) if incumbent else math.inf
         if fraction >= self.params["ei_stop"]:
             self._low_gains = []
@@ -616,7 +439,7 @@ class BayesEngine(Engine):
         mu, sd = self._value_gp.predict(xc)
         if constrained:
             cm, cs = self._constraint_gp.predict(xc)
-            pf = _norm_cdf(-cm / cs)
+            pf = norm_cdf(-cm / cs)
         else:
             pf = np.ones(len(xc))
         if best is None:  # nothing feasible yet: find the feasible region first
@@ -637,9 +460,9 @@ class BayesEngine(Engine):
         kind = self._round_kind()
         if self.params["flat_snr"] and self._value_gp.signal_to_noise < self.params["flat_snr"]:
             kind = "explore"  # the data look like noise: nothing to exploit yet
-        pool = self._coordinate_pool(taken) if kind == "coordinate" else []
+        pool = self.candidates.coordinate(self._best_config(), taken) if kind == "coordinate" else []
         if kind == "diagnose" and self.all_configs is None:
-            pool = self._relief_pool(centers, taken)
+            pool = self.candidates.relief(centers, self.metrics_of, taken)
             kind = "diagnose" if pool else "global"
         if self.all_configs is not None:
             pool = [c for c in self.all_configs if self._fresh(c, taken)]
@@ -648,10 +471,10 @@ class BayesEngine(Engine):
             pool = space_filling(self.space, 1, self.seed, exclude=set(self._asked) | taken)
             return pool[0] if pool else None
         elif kind == "global":
-            pool = self._pool([], taken)
+            pool = self.candidates.broad([], taken)
         elif not pool:
             kind = "local"
-            pool = self._pool(centers, taken)
+            pool = self.candidates.broad(centers, taken)
         if not pool:
             return None
         # A broad pool: its best proposal speaks for the space (the ei_stop rule counts it).
@@ -663,7 +486,7 @@ class BayesEngine(Engine):
                 top = sorted(scored.values(), key=lambda t: (-t[0], t[1].hash))[:CLIMBERS]
                 fresh = []
                 for _, center in top:
-                    for nb in self.neighbours(center):
+                    for nb in self.candidates.neighbours(center):
                         if nb.hash not in scored and self._fresh(nb, taken):
                             fresh.append(nb)
                             scored[nb.hash] = (-math.inf, nb)
@@ -674,42 +497,6 @@ class BayesEngine(Engine):
                     scored[c.hash] = (float(a), c)
         # Highest acquisition; ties by hash, which depends only on the configuration.
         return max(scored.values(), key=lambda t: (t[0], t[1].hash))[1]
-
-    def _relief_pool(self, centers: list[Configuration], taken: set[str]) -> list[Configuration]:
-        """The untried relief moves (:func:`relief_moves`) of the first of ``centers`` whose
-        measured counters show a saturated stage that a knob of the space relieves."""
-        for center in centers:
-            moves = [c for c in relief_moves(self.space, center, self.metrics_of(center)) if self._fresh(c, taken)]
-            if moves:
-                return moves
-        return []
-
-    def _pool(self, centers: list[Configuration], taken: set[str]) -> list[Configuration]:
-        pool: dict[str, Configuration] = {}
-
-        def add(config: Configuration) -> None:
-            if config.hash not in pool and self._fresh(config, taken):
-                pool[config.hash] = config
-
-        for center in centers:
-            for nb in self.neighbours(center):
-                add(nb)
-        n = self.params["candidates"]
-        for _ in range(n // 8 if centers else 0):
-            best = centers[0]
-            values = dict(best)
-            for _ in range(self.rng.choice((2, 2, 3, 4))):
-                name = self.rng.choice(self.space.active(values))
-                values[name] = self.space.knobs[name].mutate(values.get(name, self.space.knobs[name].default),
-                                                             self.rng, 0.3)
-            add(self.space.repair(values, self.rng))
-        # Uniform samples: a standing pool (encoded once) that is refreshed a little each round.
-        fresh = n if not self._uniform else max(1, n // 8)
-        self._uniform.extend(self.space.sample(self.rng) for _ in range(fresh))
-        del self._uniform[: max(0, len(self._uniform) - n)]
-        for config in self._uniform:
-            add(config)
-        return list(pool.values())
 
     def _random_round(self, q: int) -> list[Configuration]:
         out: list[Configuration] = []
@@ -731,113 +518,3 @@ class BayesEngine(Engine):
         return out
 
 
-# ---------------------------------------------------------------------- Optuna TPE
-class _TpeBackend:
-    """Optuna's TPE through ask/tell: trials are synced in a fixed order before each round."""
-
-    def __init__(self, engine: BayesEngine):
-        import optuna
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        self.optuna = optuna
-        self.engine = engine
-        self.space = engine.space
-        self.distributions: dict[str, Any] = {}
-        self.index_knobs: dict[str, list[Value]] = {}
-        for name, knob in self.space.knobs.items():
-            listed = knob.values()
-            if (isinstance(knob, ChoiceKnob) and not knob.ordered) or isinstance(knob, BoolKnob):
-                self.distributions[name] = optuna.distributions.CategoricalDistribution(list(listed or []))
-            elif listed is not None:
-                self.index_knobs[name] = list(listed)
-                self.distributions[name] = optuna.distributions.IntDistribution(0, len(listed) - 1)
-            else:
-                low, high = getattr(knob, "low", 0.0), getattr(knob, "high", 1.0)
-                log = bool(getattr(knob, "log", False))
-                if knob.kind == "float":
-                    self.distributions[name] = optuna.distributions.FloatDistribution(low, high, log=log)
-                else:
-                    self.distributions[name] = optuna.distributions.IntDistribution(
-                        int(low), int(high), log=log, step=1 if log else int(getattr(knob, "step", 1)))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # multivariate/group are "experimental" in Optuna
-            sampler = optuna.samplers.TPESampler(
-                seed=engine.seed % (2**32), multivariate=True, group=True, constant_liar=True,
-                n_startup_trials=max(1, engine.n_init),
-            )
-        self.study = optuna.create_study(direction="maximize", sampler=sampler)
-        self.synced: set[str] = set()
-        self.pending: dict[str, Any] = {}  # config hash -> optuna Trial asked for it
-
-    def _params(self, config: Configuration) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name, value in config.items():
-            out[name] = self.index_knobs[name].index(value) if name in self.index_knobs else value
-        return out
-
-    def _sync(self) -> None:
-        ft = self.optuna.trial
-        for config in self.engine._told:
-            if config.hash in self.synced:
-                continue
-            self.synced.add(config.hash)
-            score = self.engine._scores[config.hash]
-            trial = self.pending.pop(config.hash, None)
-            if not math.isfinite(score.value):
-                if trial is not None:
-                    self.study.tell(trial, state=ft.TrialState.FAIL)
-                continue
-            violation = score.violation if math.isfinite(score.violation) else 1e9
-            if trial is not None:
-                trial.set_constraint("violation", violation)
-                self.study.tell(trial, score.value)
-            else:
-                params = self._params(config)
-                self.study.add_trial(ft.create_trial(
-                    params=params, distributions={n: self.distributions[n] for n in params},
-                    value=score.value, system_attrs={"constraints:violation": violation},
-                ))
-
-    def _suggest(self, trial: Any) -> dict[str, Value]:
-        values: dict[str, Value] = {}
-        for name, knob in self.space.knobs.items():
-            cond = knob.condition
-            if cond is not None and not (cond.knob in values and cond.holds(values[cond.knob])):
-                continue
-            dist = self.distributions[name]
-            raw: Any
-            if isinstance(dist, self.optuna.distributions.CategoricalDistribution):
-                raw = trial.suggest_categorical(name, list(dist.choices))
-            elif isinstance(dist, self.optuna.distributions.FloatDistribution):
-                raw = trial.suggest_float(name, dist.low, dist.high, log=dist.log)
-            else:
-                raw = trial.suggest_int(name, dist.low, dist.high, log=dist.log, step=dist.step)
-            values[name] = self.index_knobs[name][int(raw)] if name in self.index_knobs else raw
-        return values
-
-    def propose(self, q: int) -> list[Configuration]:
-        self._sync()
-        out: list[Configuration] = []
-        taken: set[str] = set()
-        for _ in range(q):
-            for _attempt in range(TPE_ATTEMPTS):
-                trial = self.study.ask()
-                config = self.space.repair(self._suggest(trial), self.engine.rng)
-                if self.engine._fresh(config, taken) and self._params(config) == trial.params:
-                    self.pending[config.hash] = trial
-                    break
-                # A repaired or already-known suggestion teaches TPE nothing new.
-                self.study.tell(trial, state=self.optuna.trial.TrialState.FAIL)
-                if self.engine._fresh(config, taken):
-                    break
-            else:
-                config = None
-            if config is None or not self.engine._fresh(config, taken):
-                fallback = self.engine._random_round(1)
-                fallback = [c for c in fallback if c.hash not in taken]
-                if not fallback:
-                    break
-                config = fallback[0]
-            out.append(config)
-            taken.add(config.hash)
-        return out

@@ -12,8 +12,9 @@ from nictune.errors import InvalidInputError
 from nictune.measure.sim import PROFILES, SimTestbed
 from nictune.measure.workloads import get_workload
 from nictune.optimizer import BayesEngine, Goal, Score, make_engine
-from nictune.optimizer.bayes import Encoder, enumerate_space, normal_scores
+from nictune.optimizer.acquisition import normal_scores
 from nictune.optimizer.diagnosis import relieved
+from nictune.optimizer.encoding import Encoder, enumerate_space
 from nictune.search_spaces import Configuration, load_space
 
 from ._toys import BENSON_TARGET, drive, separable

@@ -9,7 +9,7 @@ from nictune.errors import InvalidInputError
 from nictune.measure.sim import PROFILES, SimTestbed
 from nictune.measure.workloads import get_workload
 from nictune.optimizer import Engine, Goal, make_engine
-from nictune.optimizer.bayes import expected_gain, expected_improvement, value_map
+from nictune.optimizer.acquisition import expected_gain, expected_improvement, value_map
 from nictune.search_spaces import Configuration, load_space
 
 SPACE = load_space("benson-40g")
