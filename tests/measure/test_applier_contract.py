@@ -1,0 +1,159 @@
+"""Appliers: one contract over every applier of ``APPLIERS``.
+
+Without a host (unit): every applier refuses a value with shell syntax and a value of the
+wrong kind before it builds any command, naming the setting. On a real veth pair (netns),
+for every family the pair can carry: snapshot, apply, verify and restore leave the pair as it
+was; every command is an argv list of strings, never a shell line; and a dry run
+(:class:`~nictune.measure.planning.PlanningHost`) plans exactly the changing commands the
+real apply then runs. A family the pair cannot carry says why in its probe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from nictune.errors import InvalidInputError
+from nictune.measure.appliers import APPLIERS, Applier
+from nictune.measure.hosts import DEFAULT_TIMEOUT, CommandResult, Host, Process
+from nictune.measure.planning import PlannedState, PlanningHost, is_read_only
+from nictune.measure.veth import VethPair
+from nictune.search_spaces import Family, Setting
+
+F = Family
+
+#: Per family: settings a veth pair carries (``None``: it carries none of this family; its
+#: probe must say why), and settings every applier must refuse before any command.
+CASES: dict[Family, tuple[list[Setting] | None, list[Setting]]] = {
+    F.SYSCTL: ([Setting(F.SYSCTL, "net.core.somaxconn", 1024), Setting(F.SYSCTL, "net.ipv4.tcp_rmem", 6291456, 2)],
+               [Setting(F.SYSCTL, "net.core.somaxconn", "1024; reboot"),
+                Setting(F.SYSCTL, "net.ipv4.ip_forward", 1)]),
+    F.IP_LINK: ([Setting(F.IP_LINK, "mtu", 9000), Setting(F.IP_LINK, "txqueuelen", 5000)],
+                [Setting(F.IP_LINK, "mtu", "9000 && reboot"), Setting(F.IP_LINK, "address", "00:11:22:33:44:55")]),
+    F.ETHTOOL_FEATURES: ([Setting(F.ETHTOOL_FEATURES, "gro", False), Setting(F.ETHTOOL_FEATURES, "tso", "off")],
+                         [Setting(F.ETHTOOL_FEATURES, "gro", "off`id`"),
+                          Setting(F.ETHTOOL_FEATURES, "gro;reboot", "on")]),
+    F.ETHTOOL_RINGS: (None, [Setting(F.ETHTOOL_RINGS, "rx", "4096|sh"), Setting(F.ETHTOOL_RINGS, "rx", -1)]),
+    F.ETHTOOL_COALESCE: (None, [Setting(F.ETHTOOL_COALESCE, "rx-usecs", "$(reboot)"),
+                                Setting(F.ETHTOOL_COALESCE, "no-such-field", 8)]),
+    F.ETHTOOL_PAUSE: (None, [Setting(F.ETHTOOL_PAUSE, "rx", "on;x"), Setting(F.ETHTOOL_PAUSE, "sideways", "on")]),
+    F.ETHTOOL_CHANNELS: ([Setting(F.ETHTOOL_CHANNELS, "rx", 2)],
+                         [Setting(F.ETHTOOL_CHANNELS, "rx", "2\n3"), Setting(F.ETHTOOL_CHANNELS, "rx", 0.5)]),
+    F.SYSFS: ([Setting(F.SYSFS, "gro_flush_timeout", 20000), Setting(F.SYSFS, "napi_defer_hard_irqs", 2)],
+              [Setting(F.SYSFS, "gro_flush_timeout", "1 > /etc/passwd"), Setting(F.SYSFS, "../../etc/passwd", 1)]),
+    F.IRQ_AFFINITY: (None, [Setting(F.IRQ_AFFINITY, "rx", "0;reboot"), Setting(F.IRQ_AFFINITY, "rx", "0-99999")]),
+    F.CPU_GOVERNOR: (None, [Setting(F.CPU_GOVERNOR, "all", "performance;x"),
+                            Setting(F.CPU_GOVERNOR, "all", "turbo-mode")]),
+    F.QDISC: ([Setting(F.QDISC, "root", "pfifo_fast")],
+              [Setting(F.QDISC, "root", "fq; reboot"), Setting(F.QDISC, "root", "netem")]),
+    F.PLACEMENT: ([Setting(F.PLACEMENT, "receiver", "1")],
+                  [Setting(F.PLACEMENT, "receiver", "0;reboot"), Setting(F.PLACEMENT, "nowhere", "0")]),
+}
+#: Families whose settings are used when a trial starts its processes, never written to a host.
+NOTHING_WRITTEN = {F.PLACEMENT}
+
+
+def test_the_contract_covers_every_applier() -> None:
+    assert set(CASES) == set(APPLIERS)
+
+
+@pytest.mark.parametrize("family", list(CASES), ids=lambda f: f.value)
+def test_an_applier_refuses_what_it_cannot_write_before_any_command(family: Family) -> None:
+    applier = APPLIERS[family]
+    for setting in CASES[family][1]:
+        with pytest.raises(InvalidInputError) as refused:
+            applier.normalize(setting)
+        named = f"{refused.value} {refused.value.field}"
+        assert setting.target in named or str(setting.value) in named, (setting, str(refused.value))
+
+
+class RecordingHost(Host):
+    """The real host, recording every command and file write it is asked for (and checking
+    that each command is a list of strings: nothing reaches a shell)."""
+
+    def __init__(self, inner: Host) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.changes: list[tuple[str, tuple[str, ...]]] = []
+
+    @property
+    def machine(self) -> str:
+        return self.inner.machine
+
+    def local_argv(self, argv: list[str]) -> list[str]:
+        return self.inner.local_argv(argv)
+
+    def spec(self) -> dict[str, Any]:
+        return self.inner.spec()
+
+    def machine_id(self) -> str | None:
+        return self.inner.machine_id()
+
+    def file_host(self, path: str) -> Host:
+        return self.inner.file_host(path)
+
+    def run(self, argv: list[str], timeout: float = DEFAULT_TIMEOUT, check: bool = True,
+            input: str | None = None) -> CommandResult:
+        assert isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv), argv
+        if not is_read_only(argv):
+            self.changes.append(("run", tuple(argv)))
+        return self.inner.run(argv, timeout=timeout, check=check, input=input)
+
+    def spawn(self, argv: list[str]) -> Process:
+        raise AssertionError(f"an applier started a process: {argv}")
+
+    def read_file(self, path: str, timeout: float = DEFAULT_TIMEOUT) -> str:
+        return self.inner.read_file(path, timeout)
+
+    def read_files(self, paths: Sequence[str], timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
+        return self.inner.read_files(paths, timeout)
+
+    def exists(self, path: str, timeout: float = DEFAULT_TIMEOUT) -> bool:
+        return self.inner.exists(path, timeout)
+
+    def list_dir(self, path: str, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+        return self.inner.list_dir(path, timeout)
+
+    def write_file(self, path: str, text: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.changes.append(("write", (path, text)))
+        self.inner.write_file(path, text, timeout)
+
+
+def _planned(applier: Applier, host: Host, device: str, settings: list[Setting]) -> list[tuple[str, tuple[str, ...]]]:
+    """The changing commands a dry run of ``apply`` records."""
+    state = PlannedState()
+    planner = PlanningHost(host, state, "sender")
+    state.phase = "apply"
+    applier.apply(planner, device, settings)
+    return [("run", tuple(c.argv)) if c.action == "run" else ("write", (c.path or "", c.text or ""))
+            for c in state.commands if c.action in ("run", "write")]
+
+
+@pytest.mark.netns
+@pytest.mark.parametrize("family", list(CASES), ids=lambda f: f.value)
+def test_an_applier_on_a_veth_pair_plans_what_it_runs_and_leaves_the_pair_as_it_was(
+        family: Family, veth_pair: VethPair) -> None:
+    applier = APPLIERS[family]
+    settings = CASES[family][0]
+    host, device = veth_pair.sender(), veth_pair.tx
+    probe = applier.probe(host, device)
+    if settings is None:  # the pair carries none of this family: its probe says why
+        assert not probe.supported and probe.reason, probe
+        return
+    assert probe.supported, probe.reason
+    recording = RecordingHost(host)
+    before = applier.snapshot(recording, device, settings)
+    planned = _planned(applier, host, device, settings)
+    assert bool(planned) != (family in NOTHING_WRITTEN), planned
+    assert recording.changes == [], "a snapshot changed something"
+    try:
+        applier.apply(recording, device, settings)
+        applier.verify(recording, device, settings)
+        assert recording.changes == planned  # the dry run showed what the apply ran
+        if family not in NOTHING_WRITTEN:
+            assert applier.snapshot(host, device, settings) != before
+    finally:
+        applier.restore(recording, device, before)
+    assert applier.snapshot(host, device, settings) == before
