@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from nictune.errors import InvalidInputError
 from nictune.measure._base import Sample, Testbed, TrialResult, Workload
+from nictune.measure.appliers import APPLIERS, validate_settings
 from nictune.measure.sim.fidelity import noise_factor, rate_factor
 from nictune.measure.sim.model import evaluate, modelled_keys
 from nictune.measure.sim.profiles import MODEL_VERSION, SimProfile
@@ -68,6 +69,9 @@ class SimTestbed(Testbed):
         self, settings: list[Setting], workload: Workload, repeats: int, seed: int
     ) -> TrialResult:
         check_modelled(workload)
+        # The values a real pair's appliers would refuse are refused here too (a model has no
+        # host to protect, but a job that runs on it should run on hosts as well).
+        validate_settings([s for s in settings if s.family in APPLIERS])
         result = evaluate(self.profile, settings, workload)
         clean = _at_duration(result.metrics, workload)
         cv = self.noise * noise_factor(workload.duration_s)
