@@ -66,7 +66,7 @@ receiver:
         next(sshd, None)
 
 
-def _settings(value: object) -> list[Setting]:
+def _settings(value: int | str) -> list[Setting]:
     return [Setting(Family.SYSCTL, "net.core.somaxconn", value), Setting(Family.IP_LINK, "mtu", 9000)]
 
 
