@@ -123,7 +123,7 @@ class JobManager:
         try:
             job_id = create_job(self.dbe, spec, executor_factory=self.executors)
             with db.session_scope(self.dbe) as s:
-                job = db.get_job(s, job_id)
+                job = db.get_job(s, job_id, for_update=True)
                 job.stats[ORIGIN_KEY] = "api"
                 job.submitted_by = submitted_by
         finally:
@@ -182,7 +182,7 @@ class JobManager:
                         lane.queue.remove(job_id)
         if stop is not None:
             with db.session_scope(self.dbe) as s:
-                job = db.get_job(s, job_id)
+                job = db.get_job(s, job_id, for_update=True)
                 job.stats[CANCEL_KEY] = True
                 job.cancelled_by = cancelled_by
             self.notifier.notify(job_id)
@@ -343,7 +343,7 @@ class JobManager:
                 return  # it stopped waiting because it is stopping: not "running again"
         # Only the state column: the runner owns ``stats`` and writes it concurrently.
         with db.session_scope(self.dbe) as s:
-            job = db.get_job(s, job_id)
+            job = db.get_job(s, job_id, for_update=True)
             if job.state not in ("running", "waiting"):
                 return
             if job.state == wanted:
@@ -364,7 +364,7 @@ class JobManager:
 
     def _mark_cancelled(self, job_id: int, cancelled_by: str | None = None) -> None:
         with db.session_scope(self.dbe) as s:
-            job = db.get_job(s, job_id)
+            job = db.get_job(s, job_id, for_update=True)
             if job.state not in FINAL_STATES:
                 db.reset_running_trials(s, job_id)
                 db.set_job_state(s, job, "cancelled")
@@ -375,7 +375,7 @@ class JobManager:
 
     def _fail_if_unfinished(self, job_id: int, error: str) -> None:
         with db.session_scope(self.dbe) as s:
-            job = db.get_job(s, job_id)
+            job = db.get_job(s, job_id, for_update=True)
             if job.state not in FINAL_STATES:
                 db.reset_running_trials(s, job_id)
                 db.set_job_state(s, job, "failed", error=error)

@@ -97,15 +97,23 @@ def create_job(
 
 
 @maps_storage_errors
-def get_job(s: Session, job_id: int) -> Job:
+def get_job(s: Session, job_id: int, *, for_update: bool = False) -> Job:
     """Return the job with this id, its testbed and workload loaded.
+
+    Args:
+        for_update: lock the job's row until the transaction ends (``SELECT ... FOR
+            UPDATE``), for a read-modify-write of its ``stats``: the job runner and the
+            service both write them, and without the lock PostgreSQL lets one commit between
+            the other's read and write, which then loses it (SQLite serialises writers at
+            ``BEGIN IMMEDIATE`` anyway).
 
     Raises:
         NotFoundError: there is no such job.
         StorageError: the database failed.
     """
     # Testbed and workload come along, so they stay readable after the session closes.
-    job = s.get(Job, job_id, options=[selectinload(Job.testbed), selectinload(Job.workload)])
+    job = s.get(Job, job_id, options=[selectinload(Job.testbed), selectinload(Job.workload)],
+                with_for_update=for_update or None, populate_existing=for_update)
     if job is None:
         raise NotFoundError(f"there is no job with id {job_id}; list jobs with: nictune history",
                             field="job_id", allowed="the id of an existing job")

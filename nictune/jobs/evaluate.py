@@ -185,7 +185,7 @@ def evaluate(ctx: JobContext, race: Race, number: int, config: Configuration) ->
     """
     began = time.monotonic()
     with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
-        job = db.get_job(s, ctx.job_id)
+        job = db.get_job(s, ctx.job_id, for_update=True)
         row = db.get_or_create_configuration(s, config.hash, config.canonical_json)
         cached = db.cached_samples(s, ctx.testbed_id, ctx.workload_id, config.hash)
         trial = db.start_trial(s, job, number, row)
@@ -243,7 +243,7 @@ def _full_run(ctx: JobContext, race: Race, number: int, config: Configuration, t
         assert done_trial is not None
         db.complete_trial(s, done_trial, samples, "measured", summary, snapshot=dict(result.snapshot),
                           notes=list(dict.fromkeys(notes)), duration_s=ctx.workload.duration_s)
-        job = db.get_job(s, ctx.job_id)
+        job = db.get_job(s, ctx.job_id, for_update=True)
         _count(job, ctx.workload, len(samples))
         if short is not None:
             if short.samples:
@@ -283,7 +283,7 @@ def _failed(ctx: JobContext, number: int, config: Configuration, trial_id: int, 
         failed = s.get(db.Trial, trial_id)
         assert failed is not None
         db.fail_trial(s, failed, str(exc))
-        job = db.get_job(s, ctx.job_id)
+        job = db.get_job(s, ctx.job_id, for_update=True)
         job.stats["failed"] = job.stats.get("failed", 0) + 1
     return TrialEvent(ctx.job_id, number, ctx.budget, config, "failed", {}, Score.failed(), None, {},
                       error=str(exc), seconds=time.monotonic() - started)
@@ -364,7 +364,7 @@ def _keep_short(ctx: JobContext, number: int, config: Configuration, trial_id: i
     with ctx.stats_lock, db.session_scope(ctx.dbe) as s:
         done_trial = s.get(db.Trial, trial_id)
         assert done_trial is not None
-        job = db.get_job(s, ctx.job_id)
+        job = db.get_job(s, ctx.job_id, for_update=True)
         if short_samples:
             db.complete_trial(s, done_trial, short_samples, "measured", summary, snapshot=dict(snapshot),
                               notes=list(dict.fromkeys(notes)), duration_s=ctx.short.short_s, short=True)
@@ -402,5 +402,5 @@ def remeasure(ctx: JobContext, race: Race, config_hash: str, runs: int) -> int:
         summary = dict(trial.summary or {})
         summary.update(summary_of(ctx.goal, every))
         db.add_measurements(s, trial, result.samples, summary, duration_s=ctx.workload.duration_s)
-        _count(db.get_job(s, ctx.job_id), ctx.workload, len(new), measured=False)
+        _count(db.get_job(s, ctx.job_id, for_update=True), ctx.workload, len(new), measured=False)
     return len(new)

@@ -517,7 +517,7 @@ class JobRunner:
     def _context(self, job_id: int,
                  prep: Prepared) -> tuple[JobContext, dict[int, _Stored], dict[str, Any], StopRules]:
         with db.session_scope(self.dbe) as s:
-            job = db.get_job(s, job_id)
+            job = db.get_job(s, job_id, for_update=True)
             if job.state in ("completed", "cancelled"):
                 raise JobError(f"job {job_id} is already {job.state}; start a new job instead")
             lost = db.reset_running_trials(s, job_id)
@@ -718,7 +718,7 @@ class JobRunner:
         # The finalists are stored with the job: a job stopped in its final race resumes
         # the same race (the ranking moves as the finalists are measured).
         with ctx.stats_lock, db.session_scope(self.dbe) as s:
-            job = db.get_job(s, ctx.job_id)
+            job = db.get_job(s, ctx.job_id, for_update=True)
             finalists = job.stats.get("final_race")
             if finalists is None:
                 finalists = ctx.policy.finalists(race.snapshot())
@@ -784,13 +784,13 @@ class JobRunner:
     def _save_rules(self, ctx: JobContext, rules: StopRules) -> None:
         """Store the time used and the patience count (what a resumed job goes on from)."""
         with ctx.stats_lock, db.session_scope(self.dbe) as s:
-            rules.save(db.get_job(s, ctx.job_id).stats)
+            rules.save(db.get_job(s, ctx.job_id, for_update=True).stats)
 
     def _race_state(self, ctx: JobContext, *, decided: bool | None, spent: int) -> None:
         """Store how the final race stands: measurements spent, and whether it was decided
         (``None`` while it runs; ``False`` when its cap or a failure ended it)."""
         with ctx.stats_lock, db.session_scope(self.dbe) as s:
-            job = db.get_job(s, ctx.job_id)
+            job = db.get_job(s, ctx.job_id, for_update=True)
             job.stats["race"] = {"measurements": spent, "cap": ctx.policy.race_cap, "decided": decided}
 
     def _finish(self, ctx: JobContext, race: Race, state: str, trials: int, *, error: str | None = None,
@@ -800,7 +800,7 @@ class JobRunner:
         samples = race.snapshot()
         reason = reason or state
         with ctx.stats_lock, db.session_scope(self.dbe) as s:
-            job = db.get_job(s, ctx.job_id)
+            job = db.get_job(s, ctx.job_id, for_update=True)
             decided = dict(job.stats.get("race") or {}).get("decided") is not False
             front = _front_members(ctx, race) if len(ctx.goal.objectives) > 1 else []
             # Several objectives: a member of the front (never a dominated configuration), by
