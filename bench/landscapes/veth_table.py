@@ -382,6 +382,25 @@ def table_summary(workload: str, data: Path = DATA) -> dict[str, Any]:
     return out
 
 
+def near_best(i: int, draws: int = 4000, within: float = 0.05, seed: int = 5) -> dict[str, Any]:
+    """How rare a configuration within ``within`` of instance ``i``'s best feasible row is: the
+    table's rows that are (by the mean of their runs, meeting the constraints), and the share
+    of ``draws`` uniform configurations the calibrated surrogate puts there (and predicts
+    feasible): what a search must find, at a given budget, to meet that bar."""
+    land = instance(i)
+    found = land.table_best()
+    assert found is not None
+    best = land.goal.score(found[1]).value
+    rows = [land.goal.score(land.table.mean(k)) for k in land.table.runs]
+    near = sum(1 for sc in rows if sc.feasible and sc.value >= (1 - within) * best)
+    rng = random.Random(seed)
+    predicted = [land.goal.score(m) for m in land._clean_batch([land.space.sample(rng) for _ in range(draws)])]
+    space_near = sum(1 for sc in predicted if sc.feasible and sc.value >= (1 - within) * best)
+    return {"instance": land.name, "split": land.split, "best": round(best, 3), "rows": len(rows),
+            "rows_near": near, "space_near": space_near / draws,
+            "space_feasible": sum(1 for sc in predicted if sc.feasible) / draws}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table's summary and the cross-validated quality of the surrogate models."""
     import argparse
@@ -389,7 +408,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="the veth table: what it holds and how well a model predicts it")
     ap.add_argument("--workloads", default="tcp,udp-jumbo")
     ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--near-best", action="store_true",
+                    help="only how rare a configuration within 5%% of each instance's best feasible row is")
     args = ap.parse_args(argv)
+    if args.near_best:
+        for i in range(len(INSTANCES)):
+            r = near_best(i)
+            print(f"{r['instance']:<40} {r['split']:<4} best {r['best']:7.2f}  rows within 5 %: {r['rows_near']}/"
+                  f"{r['rows']}  space within 5 % (surrogate, 4000 uniform draws): {r['space_near']:.2%}  "
+                  f"feasible {r['space_feasible']:.1%}")
+        return 0
     for workload in args.workloads.split(","):
         print(json.dumps(table_summary(workload), indent=1))
         for kind, figures in surrogate_report(workload, args.folds).items():
