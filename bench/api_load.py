@@ -45,8 +45,7 @@ sys.path.insert(0, str(REPO))
 
 from nictune import db  # noqa: E402
 from nictune.db.auth import create_token  # noqa: E402
-from nictune.measure.registry import open_testbed  # noqa: E402
-from nictune.measure.sim import SimTestbed  # noqa: E402
+from nictune.measure.testbeds import SimTestbed, open_testbed  # noqa: E402
 from nictune.measure.workloads import get_workload  # noqa: E402
 from nictune.optimizer import Goal  # noqa: E402
 from nictune.search_spaces import load_space  # noqa: E402

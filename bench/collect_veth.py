@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     mine.setdefault("first_run", datetime.now(UTC).isoformat(timespec="seconds"))
     prov_path.write_text(json.dumps(prov, indent=1))
 
-    from nictune.measure.registry import open_testbed
+    from nictune.measure.testbeds import open_testbed
 
     def stop(signum: int, frame: Any) -> None:  # SIGTERM like Ctrl-C: restore, close, exit
         raise KeyboardInterrupt

@@ -45,7 +45,7 @@ TUNED: dict[str, Any] = {
 
 
 def collect(args: argparse.Namespace) -> None:
-    from nictune.measure.registry import open_testbed
+    from nictune.measure.testbeds import open_testbed
 
     space = load_space("veth")
     configs = {"default": space.default(), "tuned": space.configuration(TUNED)}

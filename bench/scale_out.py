@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     from nictune.executors.celery_app import CelerySettings
     from nictune.executors.celery_executor import ExecutorFactory
     from nictune.executors.registry import Registry
-    from nictune.measure.veth import VethPair
+    from nictune.measure.testbeds.veth import VethPair
 
     tag = uuid.uuid4().hex[:6]
     prefix = f"nictune-bench-{tag}:"

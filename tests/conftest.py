@@ -213,7 +213,7 @@ _HOST_BEFORE = pytest.StashKey[_HostState]()
 
 def _host_state() -> _HostState:
     from nictune.measure.hosts import LocalHost
-    from nictune.measure.veth import list_namespaces
+    from nictune.measure.testbeds.veth import list_namespaces
     from tests.measure.support import global_sysctls
 
     usable = os.geteuid() == 0 and shutil.which("ip") is not None

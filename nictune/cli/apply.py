@@ -9,7 +9,7 @@ from nictune.cli.dbopt import DB_OPTION, open_db
 from nictune.errors import InvalidInputError, NotFoundError, RestoreError
 from nictune.jobs import job_report, trial_rows
 from nictune.jobs.runner import INT32_MAX
-from nictune.measure.registry import open_testbed
+from nictune.measure.testbeds import open_testbed
 from nictune.search_spaces import space_from_dict
 
 
@@ -81,7 +81,7 @@ def restore(
     else:
         name = "veth:nt0" if testbed == "veth" else testbed
         if name.startswith("veth:"):
-            from nictune.measure.veth import check_pair_name
+            from nictune.measure.testbeds import check_pair_name
 
             check_pair_name(name.partition(":")[2])
     report = restore_kept(name)

@@ -30,7 +30,7 @@ from nictune.cli.workload_options import (
 )
 from nictune.measure import ignored_knobs_notice
 from nictune.measure.appliers.registry import load_checked_space
-from nictune.measure.registry import DEFAULT_TESTBED, open_testbed
+from nictune.measure.testbeds import DEFAULT_TESTBED, open_testbed
 from nictune.measure.workloads import resolve_workload
 from nictune.metrics import METRICS, heading
 

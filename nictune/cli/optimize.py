@@ -52,7 +52,7 @@ from nictune.jobs.runner import DEFAULT_ENGINE, DEFAULT_MULTI_ENGINE, INT32_MAX
 from nictune.jobs.stopping import check_stop_options, parse_duration
 from nictune.jobs.trial_log import LineContext, trial_line
 from nictune.measure.appliers.registry import load_checked_space
-from nictune.measure.registry import DEFAULT_TESTBED
+from nictune.measure.testbeds import DEFAULT_TESTBED
 from nictune.optimizer import ENGINES, OBJECTIVES, get_objective
 from nictune.search_spaces import builtin_names
 

@@ -39,7 +39,7 @@ def _check_testbed(name: str) -> str:
     from nictune.errors import InvalidInputError
     from nictune.executors.celery_app import POOL_PREFIX, check_pool_name
     from nictune.measure.sim import PROFILES
-    from nictune.measure.veth import check_pair_name
+    from nictune.measure.testbeds import check_pair_name
 
     allowed = "veth, veth:NAME, pool:NAME or a pair YAML file"
     try:

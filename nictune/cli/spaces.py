@@ -138,7 +138,7 @@ def probe(
     Nothing on the hosts is changed.
     """
     from nictune.measure.probe_space import probe_space
-    from nictune.measure.registry import open_testbed
+    from nictune.measure.testbeds import open_testbed
 
     if testbed.startswith("sim:"):
         raise InvalidInputError("a simulated testbed has every knob of its space; probe a real one",

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from nictune.cli._common import console, err_console, print_json
 from nictune.errors import InvalidInputError
-from nictune.measure.registry import recover
+from nictune.measure.testbeds import recover
 
 app = typer.Typer(help="Create, list and check testbeds (local veth pairs, real pairs over SSH).",
                   no_args_is_help=True)
@@ -20,7 +20,7 @@ def up(name: str = typer.Option("nt0", "--name", "-n",
                                 help="Pair name: 1-8 lower-case letters and digits, starting with a letter; "
                                      "its namespaces are NAME-tx and NAME-rx.")) -> None:
     """Create a local pair: two network namespaces joined by a veth link (needs root)."""
-    from nictune.measure.veth import VethPair, check_pair_name
+    from nictune.measure.testbeds import VethPair, check_pair_name
 
     pair = VethPair(check_pair_name(name))
     if pair.exists():
@@ -35,7 +35,7 @@ def up(name: str = typer.Option("nt0", "--name", "-n",
 def down(name: str = typer.Option("nt0", "--name", "-n", help="Pair name.")) -> None:
     """Remove a local pair and restore what a crashed run left on it."""
     from nictune.measure.keep import restore_kept
-    from nictune.measure.veth import VethPair, check_pair_name
+    from nictune.measure.testbeds import VethPair, check_pair_name
 
     for notice in recover(f"veth:{check_pair_name(name)}"):
         err_console.print(notice)
@@ -53,7 +53,7 @@ def down(name: str = typer.Option("nt0", "--name", "-n", help="Pair name.")) -> 
 def list_(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List the local veth pairs and the simulated testbeds."""
     from nictune.measure.sim import PROFILES
-    from nictune.measure.veth import list_pairs
+    from nictune.measure.testbeds import list_pairs
 
     pairs = list_pairs()
     if json_out:
@@ -76,7 +76,7 @@ def check(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Check a real pair: reachability, tools (iperf3, ethtool), privileges; print its fingerprint."""
-    from nictune.measure.pair_file import check_pair, load_pair
+    from nictune.measure.testbeds import check_pair, load_pair
 
     if not path.is_file():
         what = "is a directory, not a file" if path.is_dir() else "no such file"

@@ -106,7 +106,7 @@ class CeleryExecutor(Executor):
         profile = self._pinned.fingerprint.get("profile")
         if not self.simulated or not isinstance(profile, str):
             return []
-        from nictune.measure.registry import open_testbed
+        from nictune.measure.testbeds import open_testbed
 
         try:
             with open_testbed(profile) as bed:

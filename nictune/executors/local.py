@@ -7,7 +7,7 @@ from typing import Any
 
 from nictune.executors._base import Executor, MeasureRequest
 from nictune.measure import Testbed, TrialResult
-from nictune.measure.registry import open_testbed
+from nictune.measure.testbeds import open_testbed
 from nictune.search_spaces.space import SearchSpace
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from nictune.executors import LocalExecutor
 from nictune.jobs.runner import JobSpec, _local_executor, check_spec, start_configs
 from nictune.measure.dryrun import DryRun
-from nictune.measure.registry import open_testbed
+from nictune.measure.testbeds import open_testbed
 
 #: How many of a job's start configurations a dry run shows (default, then baseline).
 FIRST_CONFIGURATIONS = 2

@@ -34,7 +34,7 @@ from nictune.jobs.evaluate import JobContext, Race, TrialEvent, evaluate, remeas
 from nictune.jobs.stopping import StopRules, check_stop_options, stop_text
 from nictune.measure import LATENCY_METRICS, METRICS, UNMEASURED, Workload, ignored_knobs_notice
 from nictune.measure.appliers.registry import load_checked_space
-from nictune.measure.sim.testbed import check_modelled
+from nictune.measure.testbeds import check_modelled
 from nictune.measure.workloads import resolve_workload
 from nictune.optimizer import ENGINES, OBJECTIVES, Engine, Goal, Score, make_engine
 from nictune.optimizer.fidelity import DEFAULT_RISK, ShortRunRule

@@ -1,7 +1,8 @@
 """Measurement layer: testbeds, hosts, appliers, the iperf3 and sockperf runners and the trial transaction.
 
-Interfaces live in :mod:`nictune.measure._base`; the simulated testbed in
-:mod:`nictune.measure.sim`; testbed names are resolved by :mod:`nictune.measure.registry`.
+Interfaces live in :mod:`nictune.measure._base`; the kinds of testbed (the model, veth pairs,
+SSH pairs) and the registry that opens one by name in :mod:`nictune.measure.testbeds`; the
+simulated model in :mod:`nictune.measure.sim`.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ _LAZY = {
     "validate_settings": "appliers", "GLOBAL_SYSCTLS": "hosts", "Host": "hosts", "LocalHost": "hosts",
     "NetnsHost": "hosts", "SshHost": "hosts", "Endpoints": "benchmark", "run_iperf3": "iperf3",
     "Journal": "journal", "ReplayReport": "journal", "replay_journal": "journal", "state_dir": "journal",
-    "PairSpec": "pair_file", "SshPairTestbed": "pair_file", "check_pair": "pair_file", "load_pair": "pair_file",
-    "ProbeRow": "probe", "probe_settings": "probe", "Trial": "transaction", "VethPair": "veth",
-    "VethTestbed": "veth", "list_pairs": "veth", "run_sockperf": "sockperf",
+    "PairSpec": "testbeds", "SshPairTestbed": "testbeds", "check_pair": "testbeds", "load_pair": "testbeds",
+    "ProbeRow": "probe", "probe_settings": "probe", "Trial": "transaction", "VethPair": "testbeds",
+    "VethTestbed": "testbeds", "list_pairs": "testbeds", "run_sockperf": "sockperf",
 }
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from nictune import db
-from nictune.measure.registry import open_testbed
+from nictune.measure.testbeds import open_testbed
 from nictune.measure.workloads import get_workload
 from nictune.search_spaces import load_space
 from tests.cli.test_piped_output import ANSI, TRIAL

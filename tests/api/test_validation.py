@@ -219,7 +219,7 @@ def test_operator_allowed_hosts_take_built_in_spaces_only(make_api: AppFactory) 
 
 @pytest.mark.netns
 def test_a_goal_the_testbed_cannot_measure_is_a_422_naming_it(make_api: AppFactory) -> None:
-    from nictune.measure.veth import VethPair
+    from nictune.measure.testbeds.veth import VethPair
     from tests.measure.support import netns_usable, unique_name
 
     reason = netns_usable()
@@ -244,7 +244,7 @@ def test_a_goal_the_testbed_cannot_measure_is_a_422_naming_it(make_api: AppFacto
     ("linux-nic", "cannot set rx_mode, poll_usecs, watermark_frames, busy_poll_usecs, rx_ring"),
 ])
 def test_a_space_the_testbed_cannot_set_is_a_422_naming_it(make_api: AppFactory, space: str, needle: str) -> None:
-    from nictune.measure.veth import VethPair
+    from nictune.measure.testbeds.veth import VethPair
     from tests.measure.support import netns_usable, unique_name
 
     reason = netns_usable()

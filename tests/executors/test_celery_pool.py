@@ -28,7 +28,7 @@ from nictune.db.auth import create_token
 from nictune.errors import InvalidInputError
 from nictune.executors.registry import Registry
 from nictune.measure.hosts import NetnsHost
-from nictune.measure.veth import VethPair
+from nictune.measure.testbeds.veth import VethPair
 from tests.api.server import running_server
 from tests.measure.support import netns_usable, unique_name
 

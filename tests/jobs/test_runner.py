@@ -17,7 +17,8 @@ from nictune import db
 from nictune.executors import LocalExecutor
 from nictune.jobs import JobRunner, JobSpec, create_job, job_header, job_report, trial_rows
 from nictune.jobs.runner import JobOutcome
-from nictune.measure.sim import PROFILES, SimTestbed
+from nictune.measure.sim import PROFILES
+from nictune.measure.testbeds import SimTestbed
 from nictune.measure.workloads import get_workload
 from nictune.optimizer import Goal
 from nictune.search_spaces import load_space

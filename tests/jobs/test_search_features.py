@@ -18,7 +18,8 @@ from nictune.errors import InvalidInputError
 from nictune.executors import Executor, LocalExecutor, MeasureRequest
 from nictune.jobs import JobRunner, JobSpec, create_job, job_report
 from nictune.measure._base import TrialResult
-from nictune.measure.sim import PROFILES, SimTestbed
+from nictune.measure.sim import PROFILES
+from nictune.measure.testbeds import SimTestbed
 from nictune.optimizer import Goal, RacingPolicy
 from nictune.optimizer.pareto import dominates
 

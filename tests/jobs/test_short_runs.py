@@ -12,7 +12,8 @@ from nictune import db
 from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, create_job, job_report
 from nictune.jobs.evaluate import TrialEvent
-from nictune.measure.sim import PROFILES, SimTestbed
+from nictune.measure.sim import PROFILES
+from nictune.measure.testbeds import SimTestbed
 from nictune.measure.workloads import get_workload
 from nictune.search_spaces import load_space
 

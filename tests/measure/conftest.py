@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nictune.measure.hosts import LocalHost, NetnsHost
-from nictune.measure.veth import VethPair
+from nictune.measure.testbeds.veth import VethPair
 from tests.measure.support import (
     SshServer,
     netns_usable,

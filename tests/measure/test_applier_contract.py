@@ -19,7 +19,7 @@ from nictune.errors import InvalidInputError
 from nictune.measure.appliers import APPLIERS, Applier
 from nictune.measure.hosts import DEFAULT_TIMEOUT, CommandResult, Host, Process
 from nictune.measure.planning import PlannedState, PlanningHost, is_read_only
-from nictune.measure.veth import VethPair
+from nictune.measure.testbeds.veth import VethPair
 from nictune.search_spaces import Family, Setting
 
 F = Family

@@ -16,7 +16,7 @@ from nictune.measure.appliers import (
     root_qdisc,
 )
 from nictune.measure.hosts import Host, LocalHost, sysctl_path
-from nictune.measure.veth import VethPair
+from nictune.measure.testbeds.veth import VethPair
 from nictune.search_spaces._base import Family, Setting
 
 F = Family

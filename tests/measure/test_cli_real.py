@@ -17,7 +17,7 @@ import pytest
 from nictune.measure.hosts import LocalHost
 from nictune.measure.journal import Journal
 from nictune.measure.locks import exclusive
-from nictune.measure.veth import VethPair
+from nictune.measure.testbeds.veth import VethPair
 from tests.measure.support import unique_name, wait_no_processes
 from tests.processes import interrupt
 

@@ -13,7 +13,7 @@ from nictune.measure.appliers import APPLIERS, validate_settings
 from nictune.measure.hosts import Host
 from nictune.measure.iperf3 import Endpoints
 from nictune.measure.journal import Journal
-from nictune.measure.pair_file import load_pair
+from nictune.measure.testbeds.pair_file import load_pair
 from nictune.measure.transaction import Trial
 from nictune.search_spaces._base import Family, Setting
 

@@ -24,8 +24,8 @@ from nictune.measure.iperf3 import (
     run_iperf3,
     server_argv,
 )
+from nictune.measure.testbeds.veth import VethPair
 from nictune.measure.topology import online_cpus
-from nictune.measure.veth import VethPair
 from tests.measure.support import leftover_processes
 
 

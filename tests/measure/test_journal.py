@@ -12,7 +12,7 @@ import pytest
 
 from nictune.measure.appliers import applier_for
 from nictune.measure.journal import CLEANUPS, Journal, replay_journal, state_dir
-from nictune.measure.veth import VethPair, remove_pair
+from nictune.measure.testbeds.veth import VethPair, remove_pair
 from nictune.search_spaces._base import Family, Setting
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nictune.measure._base import LATENCY_METRICS
-from nictune.measure.veth import VethPair
+from nictune.measure.testbeds.veth import VethPair
 from tests.measure.support import global_sysctls, unique_name, wait_no_processes
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow,

@@ -9,7 +9,7 @@ import pytest
 from nictune.measure.iperf3 import Endpoints
 from nictune.measure.probe import probe_settings
 from nictune.measure.probe_space import unsupported_knobs
-from nictune.measure.veth import VethPair, VethTestbed
+from nictune.measure.testbeds.veth import VethPair, VethTestbed
 from nictune.search_spaces import load_space
 from nictune.search_spaces._base import Family, Setting
 from tests.measure.support import unique_name

@@ -19,9 +19,9 @@ from nictune.errors import InvalidInputError
 from nictune.measure import Testbed, Workload
 from nictune.measure._base import UNMEASURED
 from nictune.measure.hosts import Host
-from nictune.measure.pair_file import SshPairTestbed, load_pair
-from nictune.measure.registry import open_testbed
-from nictune.measure.veth import VethPair, VethTestbed
+from nictune.measure.testbeds import open_testbed
+from nictune.measure.testbeds.pair_file import SshPairTestbed, load_pair
+from nictune.measure.testbeds.veth import VethPair, VethTestbed
 from nictune.search_spaces import Family, Setting, builtin_names
 from tests.measure.support import global_sysctls, start_sshd
 

@@ -16,7 +16,7 @@ from nictune.errors import MeasurementError
 from nictune.measure._base import Workload
 from nictune.measure.hosts import LocalHost, sysctl_path
 from nictune.measure.journal import Journal, replay_journal
-from nictune.measure.veth import VethPair, VethTestbed
+from nictune.measure.testbeds.veth import VethPair, VethTestbed
 from nictune.search_spaces._base import Family, Setting
 from tests.measure.support import CRASH_SETTINGS, iperf3_clients, wait_no_processes
 

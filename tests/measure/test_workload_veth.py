@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nictune.measure.iperf3 import Endpoints, run_iperf3
-from nictune.measure.veth import VethPair
+from nictune.measure.testbeds.veth import VethPair
 from nictune.measure.workloads import resolve_workload
 from tests.measure.support import leftover_processes, unique_name
 

@@ -10,7 +10,7 @@ import signal
 import sys
 
 from nictune.measure._base import Workload
-from nictune.measure.veth import VethTestbed
+from nictune.measure.testbeds.veth import VethTestbed
 from tests.measure.support import CRASH_SETTINGS
 
 

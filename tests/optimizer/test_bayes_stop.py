@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from nictune.errors import InvalidInputError
-from nictune.measure.sim import PROFILES, SimTestbed
+from nictune.measure.sim import PROFILES
+from nictune.measure.testbeds import SimTestbed
 from nictune.measure.workloads import get_workload
 from nictune.optimizer import Engine, Goal, make_engine
 from nictune.optimizer.acquisition import expected_gain, expected_improvement, value_map

@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from nictune.measure.sim import PROFILES, SimTestbed
+from nictune.measure.sim import PROFILES
+from nictune.measure.testbeds import SimTestbed
 from nictune.measure.workloads import get_workload
 from nictune.optimizer import BayesEngine, Goal, Score
 from nictune.optimizer.diagnosis import THRESHOLDS, relief_moves, relieved, saturated

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nictune.errors import InvalidInputError
-from nictune.measure.pair_file import load_pair
+from nictune.measure.testbeds.pair_file import load_pair
 from nictune.search_spaces import load_space
 
 SECRET = "root:$6$s3cr3tHash:19000:0:99999:7:::\nuser:x:1\n"

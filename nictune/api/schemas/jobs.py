@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSc
 from pydantic_core import PydanticCustomError
 
 from nictune.api.schemas.common import Page, enum_of
-from nictune.measure.registry import DEFAULT_TESTBED
 from nictune.measure.sim import PROFILES
+from nictune.measure.testbeds import DEFAULT_TESTBED
 from nictune.measure.workloads import WORKLOADS
 from nictune.optimizer import ENGINES, OBJECTIVES
 

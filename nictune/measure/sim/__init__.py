@@ -1,7 +1,7 @@
-"""The simulated testbed: a calibrated model of a host pair's receive path (a model, not hardware)."""
+"""The model of a host pair's receive path (a model, not hardware); the testbed that measures
+it with noise is :class:`nictune.measure.testbeds.SimTestbed`."""
 
 from nictune.measure.sim.model import Result, evaluate
 from nictune.measure.sim.profiles import MODEL_VERSION, PROFILES, SimProfile
-from nictune.measure.sim.testbed import DEFAULT_NOISE, SimTestbed
 
-__all__ = ["DEFAULT_NOISE", "MODEL_VERSION", "PROFILES", "Result", "SimProfile", "SimTestbed", "evaluate"]
+__all__ = ["MODEL_VERSION", "PROFILES", "Result", "SimProfile", "evaluate"]

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from nictune.errors import RestoreError, UnknownNameError
 from nictune.measure._base import Testbed
-from nictune.measure.sim import DEFAULT_NOISE, PROFILES, SimTestbed
+from nictune.measure.sim import PROFILES
+from nictune.measure.testbeds.sim import DEFAULT_NOISE, SimTestbed
 
 #: The testbed used when the user names none.
 DEFAULT_TESTBED = "sim:benson-40g"
@@ -35,11 +36,11 @@ def open_testbed(name: str, *, noise: float | None = None, recover_journal: bool
         return SimTestbed(PROFILES[name], DEFAULT_NOISE if noise is None else noise)
     bed: Testbed
     if name == "veth" or name.startswith("veth:"):
-        from nictune.measure.veth import VethTestbed
+        from nictune.measure.testbeds.veth import VethTestbed
 
         bed = VethTestbed(name.partition(":")[2] or "nt0")
     elif name.endswith((".yaml", ".yml")) and Path(name).is_file():
-        from nictune.measure.pair_file import SshPairTestbed, load_pair
+        from nictune.measure.testbeds.pair_file import SshPairTestbed, load_pair
 
         bed = SshPairTestbed(load_pair(name))
     else:
