@@ -1,4 +1,5 @@
-"""A real sender/receiver pair described in a YAML file, and the testbed built on it.
+"""A real sender/receiver pair described in a YAML file, and the testbed built on it (the
+file's path names it).
 
 ```yaml
 name: lab-40g                  # optional, defaults to the file name
@@ -33,6 +34,7 @@ from nictune.measure.fingerprint import host_fingerprint
 from nictune.measure.hosts import Host, LocalHost, NetnsHost, SshHost
 from nictune.measure.journal import Journal
 from nictune.measure.probe_space import unsupported_knobs
+from nictune.measure.testbeds._base import register_testbed
 from nictune.measure.transaction import Trial
 from nictune.measure.validation import check_device, check_int, check_token
 from nictune.search_spaces import SearchSpace, Setting
@@ -326,3 +328,10 @@ def describe_pair(spec: PairSpec) -> dict[str, Any]:
         "sender": vars(spec.sender),
         "receiver": vars(spec.receiver),
     }
+
+
+@register_testbed("ssh", matches=lambda name: name.endswith((".yaml", ".yml")) and Path(name).is_file(),
+                  names=lambda: ["PATH/TO/pair.yaml"])
+def open_pair(name: str, noise: float | None) -> SshPairTestbed:
+    """A pair YAML file (:func:`load_pair`)."""
+    return SshPairTestbed(load_pair(name))

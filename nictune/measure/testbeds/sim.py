@@ -1,4 +1,5 @@
-"""The simulated testbed: the model of :mod:`nictune.measure.sim.model` plus measurement noise."""
+"""The simulated testbed (``sim:PROFILE``): the model of :mod:`nictune.measure.sim.model` plus
+measurement noise."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from nictune.measure._base import Sample, Testbed, TrialResult, Workload
 from nictune.measure.appliers import APPLIERS, validate_settings
 from nictune.measure.sim.fidelity import noise_factor, rate_factor
 from nictune.measure.sim.model import evaluate, modelled_keys
-from nictune.measure.sim.profiles import MODEL_VERSION, SimProfile
+from nictune.measure.sim.profiles import MODEL_VERSION, PROFILES, SimProfile
+from nictune.measure.testbeds._base import register_testbed
 from nictune.search_spaces import Setting
 from nictune.search_spaces.space import SearchSpace
 
@@ -234,3 +236,9 @@ def counted(metrics: dict[str, float], duration_s: float) -> dict[str, float]:
 def _seed(seed: int, rep: int, settings: list[Setting], workload: Workload) -> int:
     text = repr((seed, rep, sorted((*s.key, repr(s.value)) for s in settings), workload.key()))
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+@register_testbed("sim", matches=lambda name: name in PROFILES, names=lambda: list(PROFILES))
+def open_sim(name: str, noise: float | None) -> SimTestbed:
+    """``sim:PROFILE``: the model of a profile of :data:`~nictune.measure.sim.PROFILES`."""
+    return SimTestbed(PROFILES[name], DEFAULT_NOISE if noise is None else noise)

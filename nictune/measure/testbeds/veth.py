@@ -1,4 +1,5 @@
-"""A pair of network namespaces joined by a veth link, and the testbed built on it.
+"""A pair of network namespaces joined by a veth link, and the testbed built on it (``veth``,
+``veth:NAME``).
 
 ``VethPair("nt0").up()`` creates namespaces ``nt0-tx`` and ``nt0-rx``, the veth link
 ``nt0-tx`` <-> ``nt0-rx`` (each end inside its namespace, named after it) and the
@@ -24,6 +25,7 @@ from nictune.measure.fingerprint import cpu_model, driver_info, kernel_release
 from nictune.measure.hosts import Host, LocalHost, NetnsHost, host_from_spec
 from nictune.measure.journal import Journal, register_cleanup
 from nictune.measure.probe_space import unsupported_knobs
+from nictune.measure.testbeds._base import register_testbed
 from nictune.measure.transaction import Trial
 from nictune.search_spaces import SearchSpace, Setting
 
@@ -273,3 +275,10 @@ class VethTestbed(Testbed):
         if self.created:
             self.pair.down()
             self.created = False
+
+
+@register_testbed("veth", matches=lambda name: name == "veth" or name.startswith("veth:"),
+                  names=lambda: ["veth", "veth:NAME"])
+def open_veth(name: str, noise: float | None) -> VethTestbed:
+    """``veth`` (the pair ``nt0``) or ``veth:NAME``; the pair is created on first use."""
+    return VethTestbed(name.partition(":")[2] or "nt0")
