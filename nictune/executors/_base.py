@@ -14,13 +14,13 @@ anything touches a host.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nictune.errors import MeasurementError
-from nictune.measure import TrialResult, Workload
+from nictune.measure import TestbedFacts, TrialResult, Workload
 from nictune.search_spaces import Configuration, SearchSpace, space_from_dict
 
 
@@ -81,34 +81,23 @@ class MeasurementWithdrawn(MeasurementError):
     resumed job runs it again."""
 
 
-class Executor(ABC):
-    """Runs measurements for one job. Thread-safe: the job loop calls :meth:`measure` from
-    up to :attr:`slots` threads at once.
+class Executor(TestbedFacts):
+    """Runs measurements for one job: *where* a testbed's measurements run. What the testbed is
+    (kind, fingerprint, default space, ignored and unsupported knobs) is the
+    :class:`~nictune.measure.TestbedFacts` of the testbed(s) measured on, reported as they are.
+    Thread-safe: the job loop calls :meth:`measure` from up to :attr:`slots` threads at once.
 
     Attributes:
         testbed: the testbed (or pool) name the executor measures on.
-        kind: ``sim``, ``veth``, ``ssh`` (what the testbeds are).
-        simulated: whether the figures come from a model.
-        notices: things the user should know (e.g. settings restored after a crash).
     """
 
     testbed: str
     kind: str = "sim"
-    simulated: bool = False
-    notices: tuple[str, ...] = ()
 
     @property
     def slots(self) -> int:
         """How many measurements can run at the same time (testbeds available)."""
         return 1
-
-    @abstractmethod
-    def fingerprint(self) -> dict[str, Any]:
-        """The fingerprint of the testbed(s) measured on (all of a pool share it)."""
-
-    @abstractmethod
-    def default_space(self) -> str:
-        """Name of the built-in search space that fits the testbed(s)."""
 
     @abstractmethod
     def measure(self, request: MeasureRequest) -> TrialResult:
@@ -117,23 +106,3 @@ class Executor(ABC):
         Raises:
             MeasurementError: the measurement failed (settings restored).
         """
-
-    def ignored_knobs(self, space: SearchSpace) -> list[str]:
-        """Knobs of ``space`` whose values cannot change the figures (a model's; see
-        :meth:`~nictune.measure.Testbed.ignored_knobs`)."""
-        return []
-
-    def unsupported_knobs(self, space: SearchSpace) -> dict[str, str]:
-        """Knobs of ``space`` the testbed's hosts cannot set, with the reason (see
-        :meth:`~nictune.measure.Testbed.unsupported_knobs`); none where the executor cannot
-        reach the hosts to ask."""
-        return {}
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release what the executor holds."""
-
-    def __enter__(self) -> Executor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -12,7 +12,9 @@ from nictune.search_spaces.space import SearchSpace
 
 
 class LocalExecutor(Executor):
-    """Measures on ``testbed`` (a name ``open_testbed`` understands) in this process.
+    """Measures on ``testbed`` (a name ``open_testbed`` understands) in this process: an
+    adapter that turns a :class:`MeasureRequest` into the testbed's settings and reports the
+    testbed's own facts (the :class:`~nictune.measure.TestbedFacts` both share).
 
     Measurements are serialised with a lock: a testbed is never measured by two trials
     at once, whatever the caller does.

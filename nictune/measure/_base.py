@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from nictune.metrics import LATENCY_METRICS as _LATENCY_METRICS
 from nictune.metrics import METRICS as _METRICS
@@ -150,28 +150,65 @@ def ignored_knobs_notice(testbed: str, space: str, knobs: list[str]) -> str:
     return f"{testbed} is a model with no term for {', '.join(knobs)} (space {space}): {what} nothing in its figures"
 
 
-class Testbed(ABC):
-    """A sender/receiver pair that can be measured.
+class TestbedFacts(ABC):
+    """What the job loop asks of the place it measures, besides measuring: what the testbed is
+    (its kind, whether a model, its fingerprint, the space that fits it, the knobs it ignores
+    or cannot set), and closing it.
+
+    A :class:`Testbed` has these facts of its own. An executor (:mod:`nictune.executors`), which
+    decides *where* a testbed's measurements run (in this process, on a worker of a pool),
+    reports the facts of the testbed(s) it measures on: the interface is written once, here.
 
     Attributes:
-        name: how the user names it (``sim:benson-40g``, ``veth:nt0``, a YAML file path).
         kind: ``sim``, ``veth`` or ``ssh``.
         simulated: ``True`` when the figures come from a model, not from hardware.
+        notices: things the user should be told (e.g. settings restored from a crash).
     """
 
-    name: str
     kind: str
     simulated: bool = False
-    #: Things the user should be told about the testbed (e.g. settings restored from a crash).
     notices: tuple[str, ...] = ()
 
     @abstractmethod
-    def fingerprint(self) -> dict[str, str]:
+    def fingerprint(self) -> dict[str, Any]:
         """What makes results from this testbed comparable (kernel, driver, NIC, CPU ...)."""
 
     @abstractmethod
     def default_space(self) -> str:
         """Name of the built-in search space that fits this testbed."""
+
+    def ignored_knobs(self, space: SearchSpace) -> list[str]:
+        """Knobs of ``space`` whose values cannot change this testbed's figures.
+
+        Only a model can know: a simulated testbed names the knobs it has no term for.
+        Real hosts return none.
+        """
+        return []
+
+    def unsupported_knobs(self, space: SearchSpace) -> dict[str, str]:
+        """Knobs of ``space`` this testbed's hosts cannot set, each with the reason, found
+        without changing anything. A model sets every knob of its spaces: none (nor does an
+        executor that cannot reach the hosts to ask)."""
+        return {}
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what is held (namespaces created, connections)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Testbed(TestbedFacts):
+    """A sender/receiver pair that can be measured.
+
+    Attributes:
+        name: how the user names it (``sim:benson-40g``, ``veth:nt0``, a YAML file path).
+    """
+
+    name: str
 
     @abstractmethod
     def measure(
@@ -196,25 +233,3 @@ class Testbed(ABC):
         from nictune.errors import MeasurementError
 
         raise MeasurementError(f"testbed {self.name} ({self.kind}) has no dry run")
-
-    def ignored_knobs(self, space: SearchSpace) -> list[str]:
-        """Knobs of ``space`` whose values cannot change this testbed's figures.
-
-        Only a model can know: a simulated testbed names the knobs it has no term for.
-        Real hosts return none.
-        """
-        return []
-
-    def unsupported_knobs(self, space: SearchSpace) -> dict[str, str]:
-        """Knobs of ``space`` this testbed's hosts cannot set, each with the reason, found
-        without changing anything. A model sets every knob of its spaces: none."""
-        return {}
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release what the testbed holds (namespaces it created, connections)."""
-
-    def __enter__(self) -> Testbed:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
