@@ -5,18 +5,27 @@ wrong kind before it builds any command, naming the setting. On a real veth pair
 for every family the pair can carry: snapshot, apply, verify and restore leave the pair as it
 was; every command is an argv list of strings, never a shell line; and a dry run
 (:class:`~nictune.measure.planning.PlanningHost`) plans exactly the changing commands the
-real apply then runs. A family the pair cannot carry says why in its probe.
+real apply then runs. A family the pair cannot carry says why in its probe, and runs the same
+round trip (unit) on :class:`FakeNic`, a host with a real NIC's files and ethtool fields kept
+in memory (rings, coalescing, pause, IRQs, cpufreq): nothing runs anywhere.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
-from nictune.errors import InvalidInputError
+from nictune.errors import HostCommandError, InvalidInputError
 from nictune.measure.appliers import APPLIERS, Applier
+from nictune.measure.appliers.ethtool import (
+    EthtoolApplier,
+    EthtoolCoalesceApplier,
+    EthtoolPauseApplier,
+    EthtoolRingsApplier,
+)
 from nictune.measure.hosts import DEFAULT_TIMEOUT, CommandResult, Host, Process
 from nictune.measure.planning import PlannedState, PlanningHost, is_read_only
 from nictune.measure.testbeds.veth import VethPair
@@ -157,3 +166,125 @@ def test_an_applier_on_a_veth_pair_plans_what_it_runs_and_leaves_the_pair_as_it_
     finally:
         applier.restore(recording, device, before)
     assert applier.snapshot(host, device, settings) == before
+
+
+#: Per family the veth pair cannot carry: settings that change a real NIC's values (``FakeNic``).
+ON_A_NIC: dict[Family, list[Setting]] = {
+    F.ETHTOOL_RINGS: [Setting(F.ETHTOOL_RINGS, "rx", 2048), Setting(F.ETHTOOL_RINGS, "tx", 1024)],
+    F.ETHTOOL_COALESCE: [Setting(F.ETHTOOL_COALESCE, "rx-usecs", 8), Setting(F.ETHTOOL_COALESCE, "adaptive-rx", "on")],
+    F.ETHTOOL_PAUSE: [Setting(F.ETHTOOL_PAUSE, "rx", "off"), Setting(F.ETHTOOL_PAUSE, "tx", False)],
+    F.IRQ_AFFINITY: [Setting(F.IRQ_AFFINITY, "policy", "single-core")],
+    F.CPU_GOVERNOR: [Setting(F.CPU_GOVERNOR, "scaling_governor", "performance")],
+}
+
+
+class FakeNic(Host):
+    """A host with one NIC ``eth9`` (two MSI IRQs, NUMA node 0 of CPUs 0-3), its files and its
+    ethtool fields in memory. ``ethtool -g/-c/-a`` print them as ethtool does, ``-G/-C/-A``
+    change them; files are read and written in place. Runs nothing anywhere."""
+
+    name = "fake:eth9"
+    SHOW: ClassVar[dict[str, str]] = {"-g": "Ring", "-c": "Coalesce", "-a": "Pause"}
+    SET: ClassVar[dict[str, str]] = {"-G": "-g", "-C": "-c", "-A": "-a"}
+
+    def __init__(self) -> None:
+        cpu = "/sys/devices/system/cpu"
+        self.files = {"/sys/devices/system/cpu/online": "0-3\n", "/sys/class/net/eth9/device/numa_node": "0\n",
+                      "/sys/devices/system/node/node0/cpulist": "0-3\n",
+                      "/proc/irq/40/smp_affinity_list": "0-3\n", "/proc/irq/41/smp_affinity_list": "0-3\n",
+                      f"{cpu}/cpu0/cpufreq/scaling_available_governors": "performance powersave\n",
+                      **{f"{cpu}/cpu{n}/cpufreq/scaling_governor": "powersave\n" for n in range(4)}}
+        self.dirs = {"/sys/class/net/eth9/device/msi_irqs": ["40", "41"]}
+        self.ethtool: dict[str, dict[str, str]] = {
+            "-g": {"RX": "512", "RX Mini": "n/a", "RX Jumbo": "n/a", "TX": "512"},
+            "-c": {"rx-usecs": "50", "rx-frames": "0", "tx-usecs": "50", "tx-frames": "0"},
+            "-a": {"Autonegotiate": "on", "RX": "on", "TX": "on"},
+        }
+        self.adaptive = {"adaptive-rx": "off", "adaptive-tx": "off"}
+        self.argvs: list[list[str]] = []
+
+    def local_argv(self, argv: list[str]) -> list[str]:
+        return list(argv)
+
+    def spec(self) -> dict[str, Any]:
+        return {"kind": "fake"}
+
+    def run(self, argv: list[str], timeout: float = DEFAULT_TIMEOUT, check: bool = True,
+            input: str | None = None) -> CommandResult:
+        assert isinstance(argv, list) and all(isinstance(a, str) for a in argv), argv
+        self.argvs.append(list(argv))
+        if argv[:1] != ["ethtool"] or len(argv) < 3 or argv[2] != "eth9":
+            raise HostCommandError(f"{self.name}: {argv} is not emulated")
+        flag = argv[1]
+        if flag in self.SHOW:
+            return CommandResult(0, self._show(flag), "")
+        if flag in self.SET:
+            fields, show = argv[3:], self.SET[flag]
+            labels = _SET_FAMILY[flag].targets
+            for target, value in zip(fields[::2], fields[1::2], strict=True):
+                if target in self.adaptive:
+                    self.adaptive[target] = value
+                else:
+                    self.ethtool[show][labels[target][0]] = value
+            return CommandResult(0, "", "")
+        raise HostCommandError(f"{self.name}: {argv} is not emulated")
+
+    def _show(self, flag: str) -> str:
+        values = self.ethtool[flag]
+        if flag == "-g":
+            maxima = "".join(f"{k}:\t{'4096' if v != 'n/a' else v}\n" for k, v in values.items())
+            current = "".join(f"{k}:\t{v}\n" for k, v in values.items())
+            return f"Ring parameters for eth9:\nPre-set maximums:\n{maxima}Current hardware settings:\n{current}"
+        head = f"{self.SHOW[flag]} parameters for eth9:\n"
+        if flag == "-c":
+            head += f"Adaptive RX: {self.adaptive['adaptive-rx']}  TX: {self.adaptive['adaptive-tx']}\n"
+        return head + "".join(f"{k}: {v}\n" for k, v in values.items())
+
+    def spawn(self, argv: list[str]) -> Process:
+        raise AssertionError(f"started a process: {argv}")
+
+    def read_file(self, path: str, timeout: float = DEFAULT_TIMEOUT) -> str:
+        if path not in self.files:
+            raise HostCommandError(f"{self.name}: no file {path}")
+        return self.files[path]
+
+    def read_files(self, paths: Sequence[str], timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
+        return {p: self.read_file(p) for p in paths}
+
+    def exists(self, path: str, timeout: float = DEFAULT_TIMEOUT) -> bool:
+        return path in self.files or path in self.dirs
+
+    def list_dir(self, path: str, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+        return list(self.dirs.get(path, []))
+
+    def write_file(self, path: str, text: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        if path not in self.files or not re.fullmatch(r"[\w\-,]+\n", text):
+            raise HostCommandError(f"{self.name}: cannot write {text!r} to {path}")
+        self.files[path] = text
+
+
+_SET_FAMILY: dict[str, type[EthtoolApplier]] = {"-G": EthtoolRingsApplier, "-C": EthtoolCoalesceApplier,
+                                                "-A": EthtoolPauseApplier}
+
+
+def test_the_nic_cases_are_the_families_a_veth_pair_cannot_carry() -> None:
+    assert set(ON_A_NIC) == {f for f, (on_veth, _) in CASES.items() if on_veth is None}
+
+
+@pytest.mark.parametrize("family", list(ON_A_NIC), ids=lambda f: f.value)
+def test_an_applier_on_a_nic_plans_what_it_runs_and_leaves_the_nic_as_it_was(family: Family) -> None:
+    applier, settings, nic = APPLIERS[family], ON_A_NIC[family], FakeNic()
+    probe = applier.probe(nic, "eth9")
+    assert probe.supported, probe.reason
+    recording = RecordingHost(nic)
+    before = applier.snapshot(recording, "eth9", settings)
+    planned = _planned(applier, nic, "eth9", settings)
+    assert planned and recording.changes == [], (planned, recording.changes)
+    try:
+        applier.apply(recording, "eth9", settings)
+        applier.verify(recording, "eth9", settings)
+        assert recording.changes == planned  # the dry run showed what the apply ran
+        assert applier.snapshot(nic, "eth9", settings) != before
+    finally:
+        applier.restore(recording, "eth9", before)
+    assert applier.snapshot(nic, "eth9", settings) == before
