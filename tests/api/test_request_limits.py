@@ -206,3 +206,45 @@ def test_the_health_probe_reuses_a_fresh_check_and_reports_a_database_that_does_
     with pytest.raises(StorageError):
         asyncio.run(gone.revision())
     gone.close()
+
+
+def test_the_health_probe_answers_its_last_success_while_a_new_check_is_slow(tmp_path: Path) -> None:
+    from nictune.api.database import DatabaseProbe
+    from nictune.db import current_revision, open_database
+    from nictune.errors import StorageError
+
+    engine = open_database(f"sqlite:///{tmp_path / 'ok.db'}")
+    head = current_revision(engine)
+    probe = DatabaseProbe(engine, ttl=0.0, stale=60.0, timeout=0.5)
+    release = threading.Event()
+    original = probe._pool.submit
+    fail = {"now": False}
+
+    def slow(fn: Any, *args: Any) -> Any:
+        def run() -> Any:
+            assert release.wait(30)
+            if fail["now"]:
+                raise StorageError("the database went away")
+            return fn(*args)
+        return original(run)
+
+    probe._pool.submit = slow  # type: ignore[method-assign,assignment]
+
+    async def scenario() -> None:
+        first = asyncio.create_task(probe.revision())  # nothing known yet: waits for its check
+        await asyncio.sleep(0.05)
+        assert not first.done()
+        release.set()
+        assert await first == head
+        release.clear()
+        # A new check is slow: the last success answers at once, and the check goes on.
+        assert await asyncio.wait_for(probe.revision(), 0.2) == head
+        fail["now"] = True
+        release.set()
+        await asyncio.sleep(0.1)  # the check ends in a failure
+        with pytest.raises(StorageError):  # after a failure a request waits for a check
+            await probe.revision()
+
+    asyncio.run(scenario())
+    probe.close()
+    engine.dispose()
