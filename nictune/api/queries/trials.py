@@ -1,7 +1,9 @@
 """Queries behind trial lists: a job's trials and the history of trials across jobs.
 
-Metrics live in each trial's JSON summary; sorting by one extracts it in SQL
-(``json_extract`` on SQLite, ``#>>`` on PostgreSQL), so only one page is ever loaded.
+Metrics live in each trial's JSON summary; the main metrics are also columns of the trial
+(indexed with the job), so sorting by one reads an index. Sorting by another metric
+extracts it in SQL (``json_extract`` on SQLite, ``#>>`` on PostgreSQL), so only one page
+is ever loaded.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import UnaryExpression
 
-from nictune.db import Configuration, Job, Testbed, Trial, Workload
+from nictune.db import MAIN_METRICS, Configuration, Job, Testbed, Trial, Workload
 from nictune.db.types import as_utc
 
 _S = TypeVar("_S", bound=Select)
@@ -49,6 +51,9 @@ class TrialRow:
 
 
 def _metric(name: str) -> ColumnElement[Any]:
+    if name in MAIN_METRICS:
+        column: ColumnElement[Any] = getattr(Trial, name).expression
+        return column
     return Trial.summary[("metrics", name)].as_float()
 
 
