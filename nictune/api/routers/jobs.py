@@ -15,7 +15,15 @@ from nictune.api.errors import ApiError
 from nictune.api.manager import FINAL_STATES, JobManager, TooManyPendingJobs
 from nictune.api.pagination import Limit, Offset, json_response, next_page
 from nictune.api.queries.jobs import JobFilters, job_header, jobs_page, load_job, trial_counts
-from nictune.api.queries.trials import TrialFilters, ordered_ids, trials_by_ids, trials_page
+from nictune.api.queries.trials import (
+    INDEXED_SORTS,
+    TrialFilters,
+    ordered_ids,
+    page_ids,
+    trial_count,
+    trials_by_ids,
+    trials_page,
+)
 from nictune.api.schemas.common import UtcDateTime, enum_of, error_responses
 from nictune.api.schemas.jobs import JobCreate, JobOut, JobPage, JobStateName
 from nictune.api.schemas.trials import SortKey, TrialPage
@@ -127,13 +135,20 @@ def job_trials(
         if header is None:
             raise ApiError(404, f"there is no job with id {job_id}", field="job_id")
         simulated = header.kind == "sim"
-        if header.state in FINAL_STATES and header.finished_at is not None:
+        finished = header.state in FINAL_STATES and header.finished_at is not None
+        cache: VersionedCache = request.app.state.cache
+        version = int(header.finished_at.timestamp() * 1e6) if header.finished_at is not None else 0
+        if sort.lstrip("-") in INDEXED_SORTS:
+            # The page's ids come from an index of trials; a finished job's count never changes.
+            ids = page_ids(s, filters, sort, limit, offset)
+            total = (cache.get(("trial-count", job_id, state, source), version, lambda: trial_count(s, filters))
+                     if finished else trial_count(s, filters))
+            rows = trials_by_ids(s, ids)
+        elif finished:
             # A finished job's trials never change: sort them once, then serve pages by id.
-            cache: VersionedCache = request.app.state.cache
-            version = int(header.finished_at.timestamp() * 1e6)
-            ids = cache.get(("trial-order", job_id, sort, state, source), version,
-                            lambda: ordered_ids(s, filters, sort))
-            rows, total = trials_by_ids(s, ids[offset:offset + limit]), len(ids)
+            order = cache.get(("trial-order", job_id, sort, state, source), version,
+                              lambda: ordered_ids(s, filters, sort))
+            rows, total = trials_by_ids(s, order[offset:offset + limit]), len(order)
         else:
             rows, total = trials_page(s, filters, sort, limit, offset)
         items = [trial_view(r.trial, r.configuration, simulated=simulated) for r in rows]

@@ -12,7 +12,7 @@ Hand-written. A migration is a frozen snapshot: it never imports nictune.db mode
   below 1e-100 counts as 0, one above 1e100 is left out). Backfilled with one scan of the
   measurements; from then on kept by the transaction that records measurements.
 * ``trials.<metric>`` for the five main metrics: the trial's mean (``summary.metrics``),
-  NULL when absent or not a number, with an index on (job_id, metric) for sorted pages.
+  NULL when absent or not a number, with an index on (job_id, metric, number) for sorted pages.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def upgrade() -> None:
         op.add_column("trials", sa.Column(metric, sa.Float(), nullable=True))
     _backfill_trials()
     for metric in METRICS:
-        op.create_index(f"ix_trials_job_id_{metric}", "trials", ["job_id", metric])
+        op.create_index(f"ix_trials_job_id_{metric}", "trials", ["job_id", metric, "number"])
 
 
 def downgrade() -> None:
