@@ -203,17 +203,23 @@ def fill(url: str, trials: int, seed: int = 1) -> tuple[str, list[int], dict[str
     return token, job_ids, timings
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU time of these processes (their threads included), from /proc."""
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU time of each of these processes (their threads included), from /proc."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+    out = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-    return total / ticks
+        out[pid] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime (fields 14 and 15 of stat)
+    return out
+
+
+def cpu_spent(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds between two readings (a process that started in between counts from 0; one
+    that ended in between is not counted)."""
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
 
 
 def backend_pids(url: str) -> list[int]:
@@ -286,18 +292,17 @@ async def measure(backend: str, base: str, token: str, server_pid: int, url: str
         cold = {name: await timed_get(pool[0], paths[0]) for name, paths in endpoints.items() if name != "/healthz"}
         for paths in endpoints.values():  # warm: every client once
             await phase(pool, paths[:clients])
-        db_pids = backend_pids(url)
         out = []
         for n in (1, clients):
             for name, paths in endpoints.items():
-                app0, db0 = cpu_seconds([server_pid]), cpu_seconds(db_pids)
+                app0, db0 = cpu_seconds([server_pid]), cpu_seconds(backend_pids(url))
                 latencies = await phase(pool[:n], paths)
-                app1, db1 = cpu_seconds([server_pid]), cpu_seconds(db_pids)
-                out.append(Phase(backend, name, n, latencies, (app1 - app0) * 1000 / len(latencies),
-                                 (db1 - db0) * 1000 / len(latencies)))
+                app1, db1 = cpu_seconds([server_pid]), cpu_seconds(backend_pids(url))
+                out.append(Phase(backend, name, n, latencies, cpu_spent(app0, app1) * 1000 / len(latencies),
+                                 cpu_spent(db0, db1) * 1000 / len(latencies)))
                 print(f"[{backend}] {name} x{n}: {len(latencies)} requests, p50 {out[-1].p(50):.1f} ms, "
                       f"p99 {out[-1].p(99):.1f} ms, server CPU {out[-1].app_cpu_ms:.2f} ms/request"
-                      + (f" + database {out[-1].db_cpu_ms:.2f} ms" if db_pids else ""), flush=True)
+                      + (f" + database {out[-1].db_cpu_ms:.2f} ms" if backend != "sqlite" else ""), flush=True)
         return out, cold
     finally:
         await asyncio.gather(*(http.aclose() for http in pool))

@@ -8,6 +8,7 @@ is ever loaded.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from sqlalchemy.sql.elements import UnaryExpression
 
 from nictune.db import MAIN_METRICS, Configuration, Job, Testbed, Trial, Workload
 from nictune.db.types import as_utc
+from nictune.errors import InvalidInputError
 
 _S = TypeVar("_S", bound=Select)
 
@@ -145,6 +147,63 @@ def trial_count(s: Session, filters: TrialFilters) -> int:
 def page_ids(s: Session, filters: TrialFilters, sort: str, limit: int, offset: int) -> list[int]:
     """The ids of one page of one job's trials (job, state and source filters only)."""
     return list(s.scalars(_filtered(select(Trial.id), filters).order_by(*_order(sort)).limit(limit).offset(offset)))
+
+
+def encode_cursor(sort: str, trial: Trial) -> str:
+    """The keyset cursor after ``trial`` in ``sort`` order (an indexed sort)."""
+    name = sort.lstrip("-")
+    value = None if name == "number" else getattr(trial, name)
+    raw = json.dumps([sort, value, trial.number], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, sort: str) -> tuple[float | None, int]:
+    """The (value, number) a cursor of :func:`encode_cursor` stands for.
+
+    Raises:
+        InvalidInputError: not such a cursor, or one of another sort order (field ``after``).
+    """
+    wrong = InvalidInputError("'after' is not a cursor of this listing; use the 'next' link of the page before "
+                              "(with the same sort)", field="after",
+                              allowed="the after= value of a page's next link, or empty for the first page")
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, TypeError):
+        raise wrong from None
+    if not (isinstance(decoded, list) and len(decoded) == 3 and decoded[0] == sort):
+        raise wrong
+    _, value, number = decoded
+    if isinstance(number, bool) or not isinstance(number, int) or isinstance(value, bool) or not (
+            value is None or isinstance(value, int | float)):
+        raise wrong
+    return (None if value is None else float(value)), number
+
+
+def ids_after(s: Session, filters: TrialFilters, sort: str, after: tuple[float | None, int] | None,
+              limit: int) -> list[int]:
+    """Up to ``limit`` ids of one job's trials following ``after`` (a decoded cursor; ``None``:
+    from the first) in ``sort`` order, an indexed sort: a range of the index, whatever the depth."""
+    if after is None:
+        return page_ids(s, filters, sort, limit, 0)
+    value, number = after
+    name, descending = sort.lstrip("-"), sort.startswith("-")
+    base = _filtered(select(Trial.id), filters)
+    if name == "number":
+        beyond = Trial.number < number if descending else Trial.number > number
+        return list(s.scalars(base.where(beyond).order_by(*_order(sort)).limit(limit)))
+    column = getattr(Trial, name)
+    ids: list[int] = []
+    if value is not None:  # the rest of the figures, then the trials without one
+        if descending:
+            rest = and_(column <= value, or_(column < value, Trial.number > number))
+        else:
+            rest = and_(column >= value, or_(column > value, Trial.number > number))
+        ids = list(s.scalars(base.where(rest).order_by(*_order(sort)).limit(limit)))
+        number = -1
+    if len(ids) < limit:
+        tail = base.where(column.is_(None), Trial.number > number).order_by(Trial.number)
+        ids += list(s.scalars(tail.limit(limit - len(ids))))
+    return ids
 
 
 def ordered_ids(s: Session, filters: TrialFilters, sort: str) -> list[int]:

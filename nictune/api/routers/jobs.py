@@ -18,6 +18,9 @@ from nictune.api.queries.jobs import JobFilters, job_header, jobs_page, load_job
 from nictune.api.queries.trials import (
     INDEXED_SORTS,
     TrialFilters,
+    decode_cursor,
+    encode_cursor,
+    ids_after,
     ordered_ids,
     page_ids,
     trial_count,
@@ -127,9 +130,15 @@ def job_trials(
                      Query(description="Only trials in this state.")] = None,
     source: Annotated[Literal["measured", "cache"] | None, Query(description="Only trials from this source.")] = None,
     limit: Limit = 100, offset: Offset = 0,
+    after: Annotated[str | None, Query(max_length=300, description=(
+        "Keyset pagination (sort by number or a main metric: throughput_gbps, loss_pct, interrupts_per_gb, "
+        "cpu_rx_pct, packet_rate_mpps): empty for the first page, then the value in the `next` link. "
+        "Each page costs the same however deep; not with `offset`."))] = None,
 ) -> Response:
     """The trials of a job, paginated and sortable by any metric (``sort=-throughput_gbps``)."""
     filters = TrialFilters(job_id=job_id, state=state, source=source)
+    if after is not None:
+        return _keyset_page(request, dbe, job_id, filters, sort, limit, offset, after)
     with session_scope(dbe) as s:
         header = job_header(s, job_id)
         if header is None:
@@ -154,6 +163,33 @@ def job_trials(
         items = [trial_view(r.trial, r.configuration, simulated=simulated) for r in rows]
     return json_response(TrialPage(items=items, total=total, limit=limit, offset=offset, simulated=simulated,
                                    note=sim_note(simulated), next=next_page(request, total, limit, offset)))
+
+
+def _keyset_page(request: Request, dbe: DbEngine, job_id: int, filters: TrialFilters, sort: str, limit: int,
+                 offset: int, after: str) -> Response:
+    """A page of ``GET /v1/jobs/{id}/trials?after=...``: the trials after the cursor."""
+    if sort.lstrip("-") not in INDEXED_SORTS:
+        raise ApiError(422, f"'after' pages are sorted by number or a main metric, not {sort!r}", field="sort",
+                       allowed=", ".join(sorted(INDEXED_SORTS)))
+    if offset:
+        raise ApiError(422, "give either 'after' or 'offset', not both", field="offset", allowed="0 with 'after'")
+    position = decode_cursor(after, sort) if after else None
+    with session_scope(dbe) as s:
+        header = job_header(s, job_id)
+        if header is None:
+            raise ApiError(404, f"there is no job with id {job_id}", field="job_id")
+        simulated = header.kind == "sim"
+        ids = ids_after(s, filters, sort, position, limit + 1)
+        rows = trials_by_ids(s, ids[:limit])
+        total = trial_count(s, filters)
+        cursor = encode_cursor(sort, rows[-1].trial) if len(ids) > limit else None
+        items = [trial_view(r.trial, r.configuration, simulated=simulated) for r in rows]
+    following = None
+    if cursor is not None:
+        url = request.url.remove_query_params("offset").include_query_params(after=cursor)
+        following = f"{url.path}?{url.query}"
+    return json_response(TrialPage(items=items, total=total, limit=limit, offset=0, simulated=simulated,
+                                   note=sim_note(simulated), next=following))
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut,
