@@ -219,6 +219,8 @@ class Trial(Base):
         # A job's trials sorted by a main metric (``?sort=-throughput_gbps``, ties by number)
         # read one index, without the table.
         *(Index(f"ix_trials_job_id_{metric}", "job_id", metric, "number") for metric in MAIN_METRICS),
+        # The jobs that measured a configuration (the history's best), without the table.
+        Index("ix_trials_configuration_id_state_source_job_id", "configuration_id", "state", "source", "job_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -12,7 +12,9 @@ Hand-written. A migration is a frozen snapshot: it never imports nictune.db mode
   below 1e-100 counts as 0, one above 1e100 is left out). Backfilled with one scan of the
   measurements; from then on kept by the transaction that records measurements.
 * ``trials.<metric>`` for the five main metrics: the trial's mean (``summary.metrics``),
-  NULL when absent or not a number, with an index on (job_id, metric, number) for sorted pages.
+  NULL when absent or not a number, with an index on (job_id, metric, number) for sorted pages;
+  and an index on (configuration_id, state, source, job_id): the jobs that measured a
+  configuration, read without the table.
 """
 
 from __future__ import annotations
@@ -102,9 +104,12 @@ def upgrade() -> None:
     _backfill_trials()
     for metric in METRICS:
         op.create_index(f"ix_trials_job_id_{metric}", "trials", ["job_id", metric, "number"])
+    op.create_index("ix_trials_configuration_id_state_source_job_id", "trials",
+                    ["configuration_id", "state", "source", "job_id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_trials_configuration_id_state_source_job_id", table_name="trials")
     for metric in METRICS:
         op.drop_index(f"ix_trials_job_id_{metric}", table_name="trials")
     for metric in reversed(METRICS):
