@@ -1,49 +1,62 @@
-"""Latency of the REST service's two heaviest reads under 20 concurrent clients.
+"""Server CPU per request and latency of the REST service's two heaviest reads, next to a
+constant endpoint, with one client and with 20 concurrent clients.
 
 Usage: .venv/bin/python bench/api_load.py [--backend sqlite|postgresql|both] [--trials 50000]
                                           [--clients 20] [--requests 400]
 
 For each backend: fill a fresh database with ``--trials`` trials (50 jobs, 3 repeats each,
 configurations of the benson-40g space with figures from the simulated testbed: a model,
-not hardware), start the real server (uvicorn, 127.0.0.1 only), then send ``--requests``
-requests to each endpoint from ``--clients`` concurrent clients and print p50/p99:
+not hardware) by bulk inserts, build the read model (``config_stats``) from the rows as
+migration 0006 does, start the real server (uvicorn, 127.0.0.1 only), then measure:
 
-* ``GET /v1/history/best?testbed=sim:benson-40g&workload=tcp&objective=throughput&top=10``
-* ``GET /v1/jobs/{id}/trials?sort=-throughput_gbps&limit=50&offset=...`` (random job and page)
+* ``GET /healthz`` (a constant answer: the floor of the server and of this client);
+* ``GET /v1/history/best?testbed=sim:benson-40g&workload=tcp&objective=throughput&top=10``;
+* ``GET /v1/jobs/{id}/trials?sort=-throughput_gbps&limit=50&offset=...`` (random job and page).
 
-The data does not change during the load, so /v1/history/best is answered from the
-service's per-configuration means (recomputed whenever a measurement is added); the
-first request of each endpoint, which computes them, is printed separately.
+The HTTP clients are built and connected before any timing. The first request of
+/v1/history/best after the start (nothing cached, nothing compiled) and of a trial page are
+timed apart, and so is a /v1/history/best request once its cached answer has expired (the
+recomputation a warm server does every ``MAX_AGE_S`` seconds or after new results). Each
+endpoint gets ``--requests`` requests from one client, then ``--requests`` from
+``--clients`` clients at once; each phase reports p50/p99 latency and the server's CPU time
+per request, read from /proc/<pid>/stat of the server process before and after the phase
+(on PostgreSQL also that of the database's backend processes serving it, counted apart: a
+backend that ends within the phase, e.g. a pool's overflow connection, is not counted, so
+the figure with many clients is a lower bound). Timings are figures, not pass/fail.
 
 PostgreSQL: a uniquely named database on $NICTUNE_TEST_PG_URL (default the machine's
-127.0.0.1:5432, user postgres), dropped at the end. Timings are figures, not pass/fail.
+127.0.0.1:5432, user postgres), dropped at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
+import platform
 import random
-import statistics
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import insert, text
+from sqlalchemy import func, insert, select, text
 from sqlalchemy.engine import make_url
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from nictune import db  # noqa: E402
+from nictune.api.cache import MAX_AGE_S  # noqa: E402
+from nictune.db import stats as db_stats  # noqa: E402
 from nictune.db.auth import create_token  # noqa: E402
 from nictune.measure.testbeds import SimTestbed, open_testbed  # noqa: E402
 from nictune.measure.workloads import get_workload  # noqa: E402
@@ -60,28 +73,54 @@ PHASE_CAP_S = 300.0
 
 
 @contextmanager
-def database(backend: str) -> Iterator[str]:
-    """A fresh, empty database URL; a PostgreSQL database is dropped afterwards."""
+def database(backend: str, keep: str | None = None) -> Iterator[tuple[str, bool]]:
+    """A database URL and whether it is already filled. Without ``keep``: a fresh one (a
+    PostgreSQL database is dropped afterwards). With ``keep`` (a SQLite file, or a PostgreSQL
+    database name): that one, created if missing and kept, so another run can reuse the fill."""
     if backend == "sqlite":
+        if keep is not None:
+            yield f"sqlite:///{Path(keep).resolve()}", Path(keep).exists()
+            return
         with tempfile.TemporaryDirectory() as folder:
-            yield f"sqlite:///{Path(folder) / 'bench.db'}"
+            yield f"sqlite:///{Path(folder) / 'bench.db'}", False
         return
     import psycopg
     from psycopg import sql
 
-    name = f"nictune_bench_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    name = keep or f"nictune_bench_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is not None
+        if not exists:
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
         yield make_url(PG_ADMIN_URL).set(drivername="postgresql+psycopg", database=name).render_as_string(
-            hide_password=False)
+            hide_password=False), exists
     finally:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        if keep is None:
+            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def fill(url: str, trials: int, seed: int = 1) -> tuple[str, list[int]]:
-    """Store ``trials`` completed trials in ``JOBS`` jobs; return a submit token and the job ids."""
+def reuse(url: str) -> tuple[str, list[int], int]:
+    """A new read token, the job ids and the trial count of a database an earlier run filled."""
+    engine = db.open_database(url)
+    try:
+        with db.session_scope(engine) as s:
+            _, token = create_token(s, f"bench-{uuid.uuid4().hex[:8]}", "read")
+            job_ids = list(s.scalars(select(db.Job.id).order_by(db.Job.id)))
+            trials = int(s.scalar(select(func.count(db.Trial.id))) or 0)
+    finally:
+        engine.dispose()
+    return token, job_ids, trials
+
+
+#: Trials per bulk insert (and their measurements): the fill streams, whatever ``--trials``.
+CHUNK = 5000
+
+
+def fill(url: str, trials: int, seed: int = 1) -> tuple[str, list[int], dict[str, float]]:
+    """Store ``trials`` completed trials in ``JOBS`` jobs; return a read token, the job ids and
+    the seconds each step took (bulk inserts, read model, ANALYZE)."""
     rng = random.Random(seed)
     engine = db.open_database(url)
     space = load_space("benson-40g")
@@ -96,7 +135,7 @@ def fill(url: str, trials: int, seed: int = 1) -> tuple[str, list[int]]:
     per_job = trials // JOBS
     t0 = datetime(2024, 6, 1, tzinfo=UTC)
     with db.session_scope(engine) as s:
-        _, token = create_token(s, "bench", "submit")
+        _, token = create_token(s, "bench", "read")
         testbed = db.get_or_create_testbed(s, bed.name, bed.kind, bed.fingerprint())
         wl = db.get_or_create_workload(s, workload.name, workload.key())
         config_ids = {}
@@ -112,63 +151,91 @@ def fill(url: str, trials: int, seed: int = 1) -> tuple[str, list[int]]:
             jobs.append(job)
         s.flush()
         testbed_id, workload_id, job_ids = testbed.id, wl.id, [job.id for job in jobs]
+    timings: dict[str, float] = {}
+    began = time.monotonic()
     trial_rows: list[dict[str, Any]] = []
     measurement_rows: list[dict[str, Any]] = []
     trial_id = 0
-    for job_id in job_ids:
-        for number in range(per_job):
-            trial_id += 1
-            config, clean = pool[rng.randrange(len(pool))]
-            start = t0 + timedelta(seconds=trial_id * 30)
-            repeats = []
-            for r in range(REPEATS):
-                metrics = {k: v * rng.lognormvariate(0, 0.03) for k, v in clean.items()}
-                repeats.append(metrics)
-                measurement_rows.append({
-                    "trial_id": trial_id, "repeat": r, "testbed_id": testbed_id, "workload_id": workload_id,
-                    "configuration_id": config_ids[config.hash], "metrics": metrics, "counters": {},
-                    "started_at": start + timedelta(seconds=10 * r),
-                    "finished_at": start + timedelta(seconds=10 * r + 10),
-                    **{m: metrics.get(m) for m in db.MAIN_METRICS}})
-            mean = Goal.mean_metrics(repeats)
-            trial_rows.append({
-                "id": trial_id, "job_id": job_id, "number": number, "configuration_id": config_ids[config.hash],
-                "state": "completed", "source": "measured", "started_at": start,
-                "finished_at": start + timedelta(seconds=30), "notes": [],
-                "summary": {"metrics": mean, "spread": Goal.spread(repeats), "repeats": REPEATS,
-                            "score": goal.score(mean).as_dict()}})
     with engine.begin() as connection:
-        for i in range(0, len(trial_rows), 5000):
-            connection.execute(insert(db.Trial), trial_rows[i:i + 5000])
-        for i in range(0, len(measurement_rows), 5000):
-            connection.execute(insert(db.Measurement), measurement_rows[i:i + 5000])
+        def flush() -> None:
+            if trial_rows:
+                connection.execute(insert(db.Trial), trial_rows)
+                connection.execute(insert(db.Measurement), measurement_rows)
+                trial_rows.clear()
+                measurement_rows.clear()
+
+        for job_id in job_ids:
+            for number in range(per_job):
+                trial_id += 1
+                config, clean = pool[rng.randrange(len(pool))]
+                start = t0 + timedelta(seconds=trial_id * 30)
+                repeats = []
+                for r in range(REPEATS):
+                    metrics = {k: v * rng.lognormvariate(0, 0.03) for k, v in clean.items()}
+                    repeats.append(metrics)
+                    measurement_rows.append({
+                        "trial_id": trial_id, "repeat": r, "testbed_id": testbed_id, "workload_id": workload_id,
+                        "configuration_id": config_ids[config.hash], "metrics": metrics, "counters": {},
+                        "started_at": start + timedelta(seconds=10 * r),
+                        "finished_at": start + timedelta(seconds=10 * r + 10),
+                        **{m: metrics.get(m) for m in db.MAIN_METRICS}})
+                mean = Goal.mean_metrics(repeats)
+                trial_rows.append({
+                    "id": trial_id, "job_id": job_id, "number": number, "configuration_id": config_ids[config.hash],
+                    "state": "completed", "source": "measured", "started_at": start,
+                    "finished_at": start + timedelta(seconds=30), "notes": [],
+                    "summary": {"metrics": mean, "spread": Goal.spread(repeats), "repeats": REPEATS,
+                                "score": goal.score(mean).as_dict()},
+                    **{m: mean.get(m) for m in db.MAIN_METRICS}})
+                if len(trial_rows) >= CHUNK:
+                    flush()
+        flush()
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT setval(pg_get_serial_sequence('trials', 'id'), :n)"), {"n": trial_id})
+    timings["insert"] = time.monotonic() - began
+    began = time.monotonic()
+    with db.session_scope(engine) as s:  # the rows went in behind the repository's back
+        db_stats.recompute(s)
+    timings["read model"] = time.monotonic() - began
+    if engine.dialect.name == "postgresql":
+        began = time.monotonic()
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
             connection.execute(text("ANALYZE"))
+        timings["analyze"] = time.monotonic() - began
     engine.dispose()
-    return token, job_ids
+    return token, job_ids, timings
 
 
-async def load(base: str, token: str, paths: list[str], clients: int) -> list[float]:
-    """Send every path once, ``clients`` at a time; return the latencies in milliseconds."""
-    queue: asyncio.Queue[str] = asyncio.Queue()
-    for path in paths:
-        queue.put_nowait(path)
-    latencies: list[float] = []
-    deadline = time.monotonic() + PHASE_CAP_S
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU time of each of these processes (their threads included), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[pid] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime (fields 14 and 15 of stat)
+    return out
 
-    async def client() -> None:
-        async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"},
-                                     timeout=120) as http:
-            while not queue.empty() and time.monotonic() < deadline:
-                path = queue.get_nowait()
-                began = time.perf_counter()
-                response = await http.get(path)
-                latencies.append((time.perf_counter() - began) * 1000)
-                response.raise_for_status()
 
-    await asyncio.gather(*(client() for _ in range(clients)))
-    return latencies
+def cpu_spent(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds between two readings (a process that started in between counts from 0; one
+    that ended in between is not counted)."""
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
+
+
+def backend_pids(url: str) -> list[int]:
+    """The PostgreSQL backend processes serving the bench database (none for SQLite)."""
+    if not url.startswith("postgresql"):
+        return []
+    import psycopg
+
+    name = make_url(url).database
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        rows = admin.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                             (name,)).fetchall()
+    return [int(pid) for (pid,) in rows]
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -177,35 +244,111 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
 
 
-def run(backend: str, trials: int, clients: int, requests: int) -> list[tuple[str, str, int, float, float, float]]:
-    """Fill, serve and load one backend; return (backend, endpoint, n, p50, p99, mean) rows."""
-    rows = []
-    with database(backend) as url:
+@dataclass
+class Phase:
+    """One endpoint under one number of clients."""
+
+    backend: str
+    endpoint: str
+    clients: int
+    latencies: list[float]
+    app_cpu_ms: float  # server process CPU per request
+    db_cpu_ms: float  # PostgreSQL backends' CPU per request (0 on SQLite)
+
+    def p(self, q: float) -> float:
+        return percentile(self.latencies, q)
+
+
+async def timed_get(http: httpx.AsyncClient, path: str) -> float:
+    """One request's latency in milliseconds (the answer must be a 200)."""
+    began = time.perf_counter()
+    response = await http.get(path)
+    elapsed = (time.perf_counter() - began) * 1000
+    response.raise_for_status()
+    return elapsed
+
+
+async def phase(clients: list[httpx.AsyncClient], paths: list[str]) -> list[float]:
+    """Send every path once, ``len(clients)`` at a time (clients already connected)."""
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for path in paths:
+        queue.put_nowait(path)
+    latencies: list[float] = []
+    deadline = time.monotonic() + PHASE_CAP_S
+
+    async def client(http: httpx.AsyncClient) -> None:
+        while not queue.empty() and time.monotonic() < deadline:
+            latencies.append(await timed_get(http, queue.get_nowait()))
+
+    await asyncio.gather(*(client(http) for http in clients))
+    return latencies
+
+
+async def measure(backend: str, base: str, token: str, server_pid: int, url: str, endpoints: dict[str, list[str]],
+                  clients: int) -> tuple[list[Phase], dict[str, float]]:
+    """Every phase of one server; returns the phases and the first (cold) requests' latencies."""
+    headers = {"Authorization": f"Bearer {token}"}
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    pool = [httpx.AsyncClient(base_url=base, headers=headers, timeout=120, limits=limits) for _ in range(clients)]
+    try:
+        await asyncio.gather(*(http.get("/healthz") for http in pool))  # connected before any timing
+        cold = {name: await timed_get(pool[0], paths[0]) for name, paths in endpoints.items() if name != "/healthz"}
+        for paths in endpoints.values():  # warm: every client once
+            await phase(pool, paths[:clients])
+        out = []
+        for n in (1, clients):
+            for name, paths in endpoints.items():
+                app0, db0 = cpu_seconds([server_pid]), cpu_seconds(backend_pids(url))
+                latencies = await phase(pool[:n], paths)
+                app1, db1 = cpu_seconds([server_pid]), cpu_seconds(backend_pids(url))
+                out.append(Phase(backend, name, n, latencies, cpu_spent(app0, app1) * 1000 / len(latencies),
+                                 cpu_spent(db0, db1) * 1000 / len(latencies)))
+                print(f"[{backend}] {name} x{n}: {len(latencies)} requests, p50 {out[-1].p(50):.1f} ms, "
+                      f"p99 {out[-1].p(99):.1f} ms, server CPU {out[-1].app_cpu_ms:.2f} ms/request"
+                      + (f" + database {out[-1].db_cpu_ms:.2f} ms" if backend != "sqlite" else ""), flush=True)
+        # The cached ranking expires (MAX_AGE_S) in a warm process: the next request recomputes it.
+        await asyncio.sleep(MAX_AGE_S + 0.5)
+        cold["recompute"] = await timed_get(pool[0], endpoints["/v1/history/best"][0])
+        print(f"[{backend}] /v1/history/best after its cached answer expired (a recomputation in a warm "
+              f"server): {cold['recompute']:.0f} ms", flush=True)
+        return out, cold
+    finally:
+        await asyncio.gather(*(http.aclose() for http in pool))
+
+
+def run(backend: str, trials: int, clients: int, requests: int, keep: str | None = None
+        ) -> tuple[list[Phase], dict[str, float]]:
+    """Fill (or reuse), serve and load one backend."""
+    with database(backend, keep) as (url, filled):
         began = time.monotonic()
-        token, job_ids = fill(url, trials)
-        print(f"[{backend}] stored {trials} trials ({trials * REPEATS} measurements) in "
-              f"{time.monotonic() - began:.0f} s", flush=True)
+        if filled:
+            token, job_ids, trials = reuse(url)
+            timings = {"insert": math.nan}
+            print(f"[{backend}] reusing {keep} ({trials} trials)", flush=True)
+        else:
+            token, job_ids, timings = fill(url, trials)
+            steps = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in timings.items())
+            print(f"[{backend}] stored {trials} trials ({trials * REPEATS} measurements) in "
+                  f"{time.monotonic() - began:.0f} s ({steps})", flush=True)
         with tempfile.TemporaryDirectory() as folder, running_server(url, Path(folder) / "server.log",
-                                                                      timeout=60) as server:
+                                                                      timeout=120) as server:
             rng = random.Random(2)
             per_job = trials // JOBS
             endpoints = {
-                "GET /v1/history/best": ["/v1/history/best?testbed=sim:benson-40g&workload=tcp"
-                                         "&objective=throughput&top=10"] * requests,
-                "GET /v1/jobs/{id}/trials": [
+                "/healthz": ["/healthz"] * requests,
+                "/v1/history/best": ["/v1/history/best?testbed=sim:benson-40g&workload=tcp"
+                                     "&objective=throughput&top=10"] * requests,
+                "/v1/jobs/{id}/trials": [
                     f"/v1/jobs/{rng.choice(job_ids)}/trials?sort=-throughput_gbps&limit=50"
                     f"&offset={rng.randrange(0, per_job, 50)}" for _ in range(requests)],
             }
-            for name, paths in endpoints.items():
-                cold = asyncio.run(load(server.url, token, paths[:1], 1))[0]
-                print(f"[{backend}] {name}: first request (nothing cached) {cold:.0f} ms", flush=True)
-                asyncio.run(load(server.url, token, paths[:clients], clients))  # warm-up
-                latencies = asyncio.run(load(server.url, token, paths, clients))
-                rows.append((backend, name, len(latencies), percentile(latencies, 50), percentile(latencies, 99),
-                             statistics.fmean(latencies)))
-                print(f"[{backend}] {name}: {len(latencies)} requests, p50 {rows[-1][3]:.0f} ms, "
-                      f"p99 {rows[-1][4]:.0f} ms", flush=True)
-    return rows
+            phases, cold = asyncio.run(measure(backend, server.url, token, server.process.pid, url, endpoints,
+                                               clients))
+        cold["fill"] = timings["insert"]
+        for name, ms in cold.items():
+            if name not in ("fill", "recompute"):
+                print(f"[{backend}] {name}: first request after the start (nothing cached) {ms:.0f} ms", flush=True)
+    return phases, cold
 
 
 def main() -> None:
@@ -213,20 +356,39 @@ def main() -> None:
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
     parser.add_argument("--trials", type=int, default=50_000)
     parser.add_argument("--clients", type=int, default=20)
-    parser.add_argument("--requests", type=int, default=400, help="requests per endpoint")
+    parser.add_argument("--requests", type=int, default=400, help="requests per endpoint and phase")
+    parser.add_argument("--keep-sqlite", metavar="FILE",
+                        help="fill this SQLite file if missing, else reuse it; keep it")
+    parser.add_argument("--keep-pg", metavar="DATABASE",
+                        help="fill this PostgreSQL database if missing, else reuse it; keep it")
     args = parser.parse_args()
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
-    rows = []
+    phases: list[Phase] = []
+    colds: dict[str, dict[str, float]] = {}
     for backend in backends:
-        rows.extend(run(backend, args.trials, args.clients, args.requests))
+        keep = args.keep_sqlite if backend == "sqlite" else args.keep_pg
+        rows, cold = run(backend, args.trials, args.clients, args.requests, keep)
+        phases.extend(rows)
+        colds[backend] = cold
     print()
-    print(f"command: .venv/bin/python bench/api_load.py --backend {args.backend} --trials {args.trials} "
-          f"--clients {args.clients} --requests {args.requests}")
-    print(f"machine: {os.cpu_count()} cores; server and clients on the same machine, 127.0.0.1 only; "
+    print("command: .venv/bin/python " + " ".join(sys.argv))
+    print(f"date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine: {os.cpu_count()} cores, "
+          f"{platform.processor() or platform.machine()}; server and clients on the same machine, 127.0.0.1 only; "
           "figures of the simulated testbed (a model, not hardware)")
-    print(f"{'backend':<11} {'endpoint':<26} {'requests':>8} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
-    for backend, name, n, p50, p99, mean in rows:
-        print(f"{backend:<11} {name:<26} {n:>8} {p50:>8.1f} {p99:>8.1f} {mean:>8.1f}")
+    print(f"{'backend':<11} {'endpoint':<22} {'clients':>7} {'requests':>8} {'p50 ms':>7} {'p99 ms':>7} "
+          f"{'CPU ms/req':>10} {'db CPU':>7}")
+    for ph in phases:
+        print(f"{ph.backend:<11} {ph.endpoint:<22} {ph.clients:>7} {len(ph.latencies):>8} {ph.p(50):>7.1f} "
+              f"{ph.p(99):>7.1f} {ph.app_cpu_ms:>10.2f} {ph.db_cpu_ms:>7.2f}")
+    for backend, cold in colds.items():
+        floor = next(ph.p(99) for ph in phases if ph.backend == backend and ph.endpoint == "/healthz"
+                     and ph.clients == args.clients)
+        ratios = ", ".join(f"{ph.endpoint} {ph.p(99) / floor:.1f}x" for ph in phases
+                           if ph.backend == backend and ph.clients == args.clients and ph.endpoint != "/healthz")
+        print(f"{backend}: fill {cold['fill']:.0f} s; first /v1/history/best {cold['/v1/history/best']:.0f} ms, "
+              f"recomputed in a warm server {cold['recompute']:.0f} ms, "
+              f"first trial page {cold['/v1/jobs/{id}/trials']:.0f} ms; {args.clients}-client p99 over /healthz's: "
+              f"{ratios}")
 
 
 if __name__ == "__main__":

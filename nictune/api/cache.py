@@ -66,6 +66,11 @@ class VersionedCache:
             self.hits += 1
             return entry
 
+    def peek(self, key: Hashable, version: int) -> Any:
+        """The value of ``key`` at ``version`` if it is kept, else ``None`` (nothing computed)."""
+        entry = self._fresh(key, version)
+        return None if entry is None else entry.value
+
     def get(self, key: Hashable, version: int, compute: Callable[[], T]) -> T:
         """The value of ``key`` at ``version``, computed (once, whatever the concurrency) on a miss."""
         entry = self._fresh(key, version)

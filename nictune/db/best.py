@@ -1,6 +1,6 @@
 """The history's best configurations across jobs, shared by ``GET /v1/history/best`` and the
 CLI's ``nictune history best``: each configuration's mean metrics per testbed fingerprint
-(one SQL scan), the noise pooled per fingerprint, and the ranking a job uses for its
+(from the per-configuration sums, one row each), the noise pooled per fingerprint, and the ranking a job uses for its
 recommendation (:meth:`RacingPolicy.aggregate_key`)."""
 
 from __future__ import annotations
@@ -9,12 +9,22 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import case, distinct, func, null, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from nictune.db.models import MAIN_METRICS, Configuration, Job, Measurement, Testbed, Trial, Workload
+from nictune.db.models import (
+    MAIN_METRICS,
+    STAT_SUFFIXES,
+    Configuration,
+    Job,
+    Measurement,
+    Testbed,
+    Trial,
+    Workload,
+    config_stats,
+    stat_column,
+)
 from nictune.errors import NictuneError
 from nictune.optimizer.objectives import Score
 from nictune.optimizer.racing import OBJECTIVE, Interval, Noise, RacingPolicy
@@ -36,43 +46,60 @@ class ConfigAggregate:
     workload: str = ""
 
 
-def _square(column: Any) -> Any:
-    """``column * column`` that neither underflows nor overflows (PostgreSQL raises on both):
-    0 below 1e-100, NULL (left out of the mean) above 1e100."""
-    magnitude = func.abs(column)
-    return case((magnitude < 1e-100, 0.0), (magnitude > 1e100, null()), else_=column * column)
-
-
 def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: Sequence[str] = ()
                         ) -> list[ConfigAggregate]:
     """Mean metrics of every configuration measured on ``testbed`` under ``workload``.
 
     Measurements under different fingerprints of the same testbed name (another kernel,
     another noise level) are kept apart: their figures are not comparable. The main
-    metrics are averaged from their columns, ``extra_metrics`` from the JSON.
+    metrics come from the per-configuration sums (:data:`~nictune.db.models.config_stats`,
+    one row per configuration), ``extra_metrics`` from the measurements' JSON (a scan, only
+    when asked for).
     """
-    names = [*MAIN_METRICS, *(m for m in extra_metrics if m not in MAIN_METRICS)]
-    averages = [func.avg(getattr(Measurement, m)) if m in MAIN_METRICS
-                else func.avg(Measurement.metrics[m].as_float()) for m in names]
-    squares = [func.avg(_square(getattr(Measurement, m))) for m in MAIN_METRICS]
+    cs = config_stats.c
+    sums = [func.sum(cs[stat_column(m, suffix)]) for m in MAIN_METRICS for suffix in STAT_SUFFIXES]
     stmt = (
-        select(Measurement.testbed_id, Measurement.configuration_id, func.count(Measurement.id),
-               func.count(distinct(Measurement.trial_id)), func.max(Measurement.finished_at), *averages,
-               *squares)
+        select(cs.testbed_id, cs.configuration_id, func.sum(cs.measurements), func.sum(cs.trials),
+               func.max(cs.last_measured_at), *sums)
+        .where(cs.testbed_id.in_(select(Testbed.id).where(Testbed.name == testbed)),
+               cs.workload_id.in_(select(Workload.id).where(Workload.name == workload)))
+        .group_by(cs.testbed_id, cs.configuration_id)
+        .order_by(cs.testbed_id, cs.configuration_id)
+    )
+    extras = [m for m in extra_metrics if m not in MAIN_METRICS]
+    extra_means = _json_means(s, testbed, workload, extras) if extras else {}
+    out = []
+    for testbed_id, config_id, n, trials, last, *rest in s.execute(stmt):
+        if not n:
+            continue
+        metrics: dict[str, float] = {}
+        mean_squares: dict[str, float] = {}
+        for i, name in enumerate(MAIN_METRICS):
+            count, total, sumsq, nsq = rest[4 * i:4 * i + 4]
+            if count:
+                metrics[name] = float(total) / int(count)
+            if nsq:
+                mean_squares[name] = float(sumsq) / int(nsq)
+        metrics.update(extra_means.get((testbed_id, config_id), {}))
+        out.append(ConfigAggregate(testbed_id, config_id, int(n), int(trials), last, metrics, mean_squares,
+                                   workload))
+    return out
+
+
+def _json_means(s: Session, testbed: str, workload: str, names: Sequence[str]
+                ) -> dict[tuple[int, int], dict[str, float]]:
+    """Means of metrics that have no column, read out of every measurement's JSON."""
+    averages = [func.avg(Measurement.metrics[m].as_float()) for m in names]
+    stmt = (
+        select(Measurement.testbed_id, Measurement.configuration_id, *averages)
         .join(Trial, Measurement.trial_id == Trial.id)
         .where(Measurement.testbed_id.in_(select(Testbed.id).where(Testbed.name == testbed)),
                Measurement.workload_id.in_(select(Workload.id).where(Workload.name == workload)),
                Trial.state == "completed", Trial.source == "measured", Measurement.short.is_(False))
         .group_by(Measurement.testbed_id, Measurement.configuration_id)
     )
-    out = []
-    for testbed_id, config_id, n, trials, last, *rest in s.execute(stmt):
-        means, sq = rest[:len(names)], rest[len(names):]
-        metrics = {name: float(v) for name, v in zip(names, means, strict=True) if v is not None}
-        mean_squares = {name: float(v) for name, v in zip(MAIN_METRICS, sq, strict=True) if v is not None}
-        out.append(ConfigAggregate(testbed_id, config_id, int(n), int(trials), last, metrics, mean_squares,
-                                   workload))
-    return out
+    return {(testbed_id, config_id): {name: float(v) for name, v in zip(names, values, strict=True) if v is not None}
+            for testbed_id, config_id, *values in s.execute(stmt)}
 
 
 def jobs_of(s: Session, pairs: Iterable[tuple[int, int]], workload: str) -> dict[tuple[int, int], list[int]]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
+from nictune.db import stats
 from nictune.db._errors import maps_storage_errors
-from nictune.db.models import Job, JobState, Testbed, Workload
+from nictune.db.models import Job, JobState, Measurement, Testbed, Trial, Workload
 from nictune.db.types import utcnow
 from nictune.errors import InvalidInputError, NotFoundError
 
@@ -147,3 +149,24 @@ def set_job_state(s: Session, job: Job, state: str, error: str | None = None) ->
         job.finished_at = None
         job.error = error
     s.flush()
+
+
+@maps_storage_errors
+def delete_job(s: Session, job_id: int) -> None:
+    """Delete a job with its trials and measurements, and recompute the statistics of the
+    configurations it measured (:mod:`nictune.db.stats`) in the same transaction.
+
+    Raises:
+        NotFoundError: there is no such job.
+        StorageError: the database failed.
+    """
+    job = get_job(s, job_id)
+    s.flush()
+    trials = select(Trial.id).where(Trial.job_id == job.id)
+    touched = set(s.scalars(select(Measurement.configuration_id).where(Measurement.trial_id.in_(trials))
+                            .distinct()))
+    s.execute(delete(Measurement).where(Measurement.trial_id.in_(trials)))
+    s.execute(delete(Trial).where(Trial.job_id == job.id))
+    s.execute(delete(Job).where(Job.id == job.id))
+    s.expunge(job)
+    stats.recompute(s, touched)

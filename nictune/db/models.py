@@ -15,12 +15,15 @@ from typing import Any
 
 from sqlalchemy import (
     CheckConstraint,
+    Column,
     Float,
     ForeignKey,
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
+    Table,
     Text,
     UniqueConstraint,
     false,
@@ -93,7 +96,8 @@ MAIN_METRICS: tuple[str, ...] = (
     "cpu_rx_pct",
     "packet_rate_mpps",
 )
-"""Metrics that also get a real float column on :class:`Measurement` (for SQL queries)."""
+"""Metrics that also get a real float column on :class:`Measurement` and :class:`Trial`
+(for SQL queries), and sums in :data:`config_stats`."""
 
 
 def _in(values: tuple[str, ...] | type[enum.StrEnum]) -> str:
@@ -212,6 +216,11 @@ class Trial(Base):
         UniqueConstraint("job_id", "number"),
         CheckConstraint(f"state IN ({_in(TrialState)})", name="state"),
         CheckConstraint(f"source IN ({_in(TrialSource)})", name="source"),
+        # A job's trials sorted by a main metric (``?sort=-throughput_gbps``, ties by number)
+        # read one index, without the table.
+        *(Index(f"ix_trials_job_id_{metric}", "job_id", metric, "number") for metric in MAIN_METRICS),
+        # The jobs that measured a configuration (the history's best), without the table.
+        Index("ix_trials_configuration_id_state_source_job_id", "configuration_id", "state", "source", "job_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -226,6 +235,13 @@ class Trial(Base):
     summary: Mapped[dict[str, Any] | None]
     snapshot: Mapped[dict[str, Any] | None]
     notes: Mapped[list[Any]] = mapped_column(MutableList.as_mutable(SafeJSON), default=list)
+    #: The main metrics of ``summary["metrics"]`` (the trial's means), as columns to sort on:
+    #: written with the summary (:func:`nictune.db.trials.summary_columns`); NULL when absent.
+    throughput_gbps: Mapped[float | None] = mapped_column(Float)
+    loss_pct: Mapped[float | None] = mapped_column(Float)
+    interrupts_per_gb: Mapped[float | None] = mapped_column(Float)
+    cpu_rx_pct: Mapped[float | None] = mapped_column(Float)
+    packet_rate_mpps: Mapped[float | None] = mapped_column(Float)
 
     job: Mapped[Job] = relationship(back_populates="trials")
     configuration: Mapped[Configuration] = relationship()
@@ -279,3 +295,33 @@ class Measurement(Base):
 
     def __repr__(self) -> str:
         return f"Measurement(id={self.id!r}, trial_id={self.trial_id!r}, repeat={self.repeat!r})"
+
+
+#: Sums kept per main metric in :data:`config_stats`: values counted, their sum, the sum of
+#: their squares, and how many squares were summed (a square above 1e100 is left out, as
+#: the scan it replaces left it out of the mean; below 1e-100 it counts as 0).
+STAT_SUFFIXES: tuple[str, ...] = ("n", "sum", "sumsq", "nsq")
+
+
+def stat_column(metric: str, suffix: str) -> str:
+    """The name of the :data:`config_stats` column holding ``suffix`` of ``metric``."""
+    return f"{metric}_{suffix}"
+
+
+config_stats = Table(
+    "config_stats",
+    Base.metadata,
+    Column("testbed_id", Integer, ForeignKey("testbeds.id"), nullable=False),
+    Column("workload_id", Integer, ForeignKey("workloads.id"), nullable=False),
+    Column("configuration_id", Integer, ForeignKey("configurations.id"), nullable=False),
+    Column("measurements", Integer, nullable=False),
+    Column("trials", Integer, nullable=False),
+    Column("last_measured_at", UTCDateTime, nullable=True),
+    *(Column(stat_column(metric, suffix), Integer if suffix in ("n", "nsq") else Float, nullable=False)
+      for metric in MAIN_METRICS for suffix in STAT_SUFFIXES),
+    PrimaryKeyConstraint("testbed_id", "workload_id", "configuration_id"),
+)
+"""The read model of the history's best configurations: per (testbed fingerprint, workload,
+configuration), the count, sums and sums of squares of the full-length measurements of
+completed measured trials, kept in the transaction that records them (:mod:`nictune.db.stats`).
+Created and backfilled by migration 0006."""

@@ -18,7 +18,7 @@ from nictune.db.entities import (
     get_or_create_workload,
     workload_names,
 )
-from nictune.db.jobs import create_job, get_job, set_job_state
+from nictune.db.jobs import create_job, delete_job, get_job, set_job_state
 from nictune.db.queries import (
     MeasurementTotals,
     cached_samples,
@@ -47,6 +47,7 @@ __all__ = [
     "configuration_measurements",
     "context_trials",
     "create_job",
+    "delete_job",
     "fail_trial",
     "get_job",
     "get_or_create_configuration",

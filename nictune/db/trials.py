@@ -11,6 +11,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, defer, selectinload
 
+from nictune.db import stats
 from nictune.db._errors import maps_storage_errors
 from nictune.db.models import (
     MAIN_METRICS,
@@ -123,6 +124,30 @@ def _measurement(trial: Trial, sample: Sample, repeat: int, duration_s: float | 
     )
 
 
+def summary_columns(summary: Mapping[str, Any] | None) -> dict[str, float | None]:
+    """The trial's columns for the main metrics: ``summary["metrics"]``'s finite numbers."""
+    metrics = (summary or {}).get("metrics")
+    if not isinstance(metrics, Mapping):
+        metrics = {}
+    out: dict[str, float | None] = {}
+    for name in MAIN_METRICS:
+        value = metrics.get(name)
+        number = None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            try:
+                number = float(value)
+            except OverflowError:  # an integer beyond any float
+                number = None
+        out[name] = number if number is not None and math.isfinite(number) else None
+    return out
+
+
+def _set_summary(trial: Trial, summary: Mapping[str, Any]) -> None:
+    trial.summary = dict(summary)
+    for name, value in summary_columns(trial.summary).items():
+        setattr(trial, name, value)
+
+
 @maps_storage_errors
 def complete_trial(
     s: Session,
@@ -173,17 +198,18 @@ def complete_trial(
             "a cache trial stores no measurements of its own; pass no samples and put "
             "the cached means in the summary", field="samples",
         )
-    for repeat, sample in enumerate(sample_list):
-        trial.measurements.append(_measurement(trial, sample, repeat, duration_s, short))
+    added = [_measurement(trial, sample, repeat, duration_s, short) for repeat, sample in enumerate(sample_list)]
+    trial.measurements.extend(added)
     trial.state = TrialState.COMPLETED.value
     trial.source = trial_source.value
-    trial.summary = dict(summary)
+    _set_summary(trial, summary)
     trial.snapshot = dict(snapshot) if snapshot is not None else None
     if notes is not None:
         trial.notes = list(notes)
     trial.error = None
     trial.finished_at = utcnow()
     s.flush()
+    stats.record(s, trial, added, counted_before=False)
 
 
 @maps_storage_errors
@@ -206,11 +232,14 @@ def add_measurements(
     if not sample_list:
         raise InvalidInputError("no samples to add", field="samples")
     first = len(trial.measurements)
-    for offset, sample in enumerate(sample_list):
-        trial.measurements.append(_measurement(trial, sample, first + offset, duration_s, short))
+    counted_before = trial.source == TrialSource.MEASURED and any(not m.short for m in trial.measurements)
+    added = [_measurement(trial, sample, first + offset, duration_s, short)
+             for offset, sample in enumerate(sample_list)]
+    trial.measurements.extend(added)
     trial.source = TrialSource.MEASURED.value
-    trial.summary = dict(summary)
+    _set_summary(trial, summary)
     s.flush()
+    stats.record(s, trial, added, counted_before=counted_before)
 
 
 @maps_storage_errors

@@ -165,3 +165,15 @@ def test_best_is_recomputed_when_new_results_arrive(api: TestClient) -> None:
     second = api.get("/v1/history/best", params={"testbed": "sim:benson-40g", "top": 100}).json()["items"]
     assert sum(i["measurements"] for i in second) > sum(i["measurements"] for i in first)
     assert any(job["id"] in item["jobs"] for item in second)
+
+
+def test_a_kept_best_answer_is_served_again_and_bad_questions_are_still_refused(api: TestClient) -> None:
+    wait_for(api, submit(api, budget=3, seed=1)["id"])
+    params = {"testbed": "sim:benson-40g", "top": 5}
+    first = api.get("/v1/history/best", params=params)
+    cache = api.app.state.cache  # type: ignore[attr-defined]
+    hits = cache.hits
+    again = api.get("/v1/history/best", params=params)
+    assert again.status_code == 200 and again.content == first.content and cache.hits == hits + 1
+    assert api.get("/v1/history/best", params=params | {"objective": "nope"}).status_code == 422
+    assert api.get("/v1/history/best", params=params | {"testbed": "sim:nope"}).status_code == 422

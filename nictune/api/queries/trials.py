@@ -1,11 +1,14 @@
 """Queries behind trial lists: a job's trials and the history of trials across jobs.
 
-Metrics live in each trial's JSON summary; sorting by one extracts it in SQL
-(``json_extract`` on SQLite, ``#>>`` on PostgreSQL), so only one page is ever loaded.
+Metrics live in each trial's JSON summary; the main metrics are also columns of the trial
+(indexed with the job), so sorting by one reads an index. Sorting by another metric
+extracts it in SQL (``json_extract`` on SQLite, ``#>>`` on PostgreSQL), so only one page
+is ever loaded.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,11 +16,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 from sqlalchemy.sql.elements import UnaryExpression
 
-from nictune.db import Configuration, Job, Testbed, Trial, Workload
+from nictune.db import MAIN_METRICS, Configuration, Job, Testbed, Trial, Workload
 from nictune.db.types import as_utc
+from nictune.errors import InvalidInputError
 
 _S = TypeVar("_S", bound=Select)
 
@@ -49,6 +53,9 @@ class TrialRow:
 
 
 def _metric(name: str) -> ColumnElement[Any]:
+    if name in MAIN_METRICS:
+        column: ColumnElement[Any] = getattr(Trial, name).expression
+        return column
     return Trial.summary[("metrics", name)].as_float()
 
 
@@ -110,12 +117,93 @@ def _joined(stmt: _S) -> _S:
             .join(Workload, Job.workload_id == Workload.id))
 
 
+#: What a trial's view never reads: left in the database (JSON decoding is most of a page's cost).
+_UNREAD = (defer(Trial.snapshot), defer(Trial.notes))
+#: Sort keys a job's page reads from an index of ``trials`` (without the table).
+INDEXED_SORTS = frozenset({"number", *MAIN_METRICS})
+
+
+def _job_only(filters: TrialFilters) -> bool:
+    return (filters.job_id is not None and filters.testbed is None and filters.workload is None
+            and filters.since is None and filters.until is None and not filters.knobs)
+
+
 def trials_page(s: Session, filters: TrialFilters, sort: str, limit: int, offset: int) -> tuple[list[TrialRow], int]:
     """One page of trials matching ``filters`` in ``sort`` order, and how many match in all."""
+    if _job_only(filters):
+        # One job's trials: count and order them on ``trials`` alone, then load the page.
+        return trials_by_ids(s, page_ids(s, filters, sort, limit, offset)), trial_count(s, filters)
     total = s.scalar(_filtered(_joined(select(func.count(Trial.id))), filters)) or 0
     stmt = _filtered(_joined(select(Trial, Configuration, Testbed.name, Testbed.kind, Workload.name)), filters)
-    rows = s.execute(stmt.order_by(*_order(sort)).limit(limit).offset(offset))
+    rows = s.execute(stmt.order_by(*_order(sort)).limit(limit).offset(offset).options(*_UNREAD))
     return [TrialRow(t, c, tb, kind, wl) for t, c, tb, kind, wl in rows], int(total)
+
+
+def trial_count(s: Session, filters: TrialFilters) -> int:
+    """How many trials of one job match ``filters`` (job, state and source only)."""
+    return int(s.scalar(_filtered(select(func.count(Trial.id)), filters)) or 0)
+
+
+def page_ids(s: Session, filters: TrialFilters, sort: str, limit: int, offset: int) -> list[int]:
+    """The ids of one page of one job's trials (job, state and source filters only)."""
+    return list(s.scalars(_filtered(select(Trial.id), filters).order_by(*_order(sort)).limit(limit).offset(offset)))
+
+
+def encode_cursor(sort: str, trial: Trial) -> str:
+    """The keyset cursor after ``trial`` in ``sort`` order (an indexed sort)."""
+    name = sort.lstrip("-")
+    value = None if name == "number" else getattr(trial, name)
+    raw = json.dumps([sort, value, trial.number], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, sort: str) -> tuple[float | None, int]:
+    """The (value, number) a cursor of :func:`encode_cursor` stands for.
+
+    Raises:
+        InvalidInputError: not such a cursor, or one of another sort order (field ``after``).
+    """
+    wrong = InvalidInputError("'after' is not a cursor of this listing; use the 'next' link of the page before "
+                              "(with the same sort)", field="after",
+                              allowed="the after= value of a page's next link, or empty for the first page")
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, TypeError):
+        raise wrong from None
+    if not (isinstance(decoded, list) and len(decoded) == 3 and decoded[0] == sort):
+        raise wrong
+    _, value, number = decoded
+    if isinstance(number, bool) or not isinstance(number, int) or isinstance(value, bool) or not (
+            value is None or isinstance(value, int | float)):
+        raise wrong
+    return (None if value is None else float(value)), number
+
+
+def ids_after(s: Session, filters: TrialFilters, sort: str, after: tuple[float | None, int] | None,
+              limit: int) -> list[int]:
+    """Up to ``limit`` ids of one job's trials following ``after`` (a decoded cursor; ``None``:
+    from the first) in ``sort`` order, an indexed sort: a range of the index, whatever the depth."""
+    if after is None:
+        return page_ids(s, filters, sort, limit, 0)
+    value, number = after
+    name, descending = sort.lstrip("-"), sort.startswith("-")
+    base = _filtered(select(Trial.id), filters)
+    if name == "number":
+        beyond = Trial.number < number if descending else Trial.number > number
+        return list(s.scalars(base.where(beyond).order_by(*_order(sort)).limit(limit)))
+    column = getattr(Trial, name)
+    ids: list[int] = []
+    if value is not None:  # the rest of the figures, then the trials without one
+        if descending:
+            rest = and_(column <= value, or_(column < value, Trial.number > number))
+        else:
+            rest = and_(column >= value, or_(column > value, Trial.number > number))
+        ids = list(s.scalars(base.where(rest).order_by(*_order(sort)).limit(limit)))
+        number = -1
+    if len(ids) < limit:
+        tail = base.where(column.is_(None), Trial.number > number).order_by(Trial.number)
+        ids += list(s.scalars(tail.limit(limit - len(ids))))
+    return ids
 
 
 def ordered_ids(s: Session, filters: TrialFilters, sort: str) -> list[int]:
@@ -128,7 +216,8 @@ def trials_by_ids(s: Session, ids: Sequence[int]) -> list[TrialRow]:
     """The trials with these ids, in the order given."""
     if not ids:
         return []
-    stmt = _joined(select(Trial, Configuration, Testbed.name, Testbed.kind, Workload.name)).where(Trial.id.in_(ids))
+    stmt = (_joined(select(Trial, Configuration, Testbed.name, Testbed.kind, Workload.name))
+            .where(Trial.id.in_(ids)).options(*_UNREAD))
     found = {t.id: TrialRow(t, c, tb, kind, wl) for t, c, tb, kind, wl in s.execute(stmt)}
     return [found[i] for i in ids if i in found]
 

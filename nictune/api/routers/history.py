@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.engine import Engine as DbEngine
+from sqlalchemy.orm import Session
 
 from nictune.api.auth import ReadToken
 from nictune.api.cache import VersionedCache, data_version
@@ -21,7 +22,7 @@ from nictune.api.settings import ApiSettings
 from nictune.api.submission import submittable_testbeds
 from nictune.api.views import clean_metrics, clean_score, config_dict, finite, sim_note, trial_view
 from nictune.db import session_scope, workload_names
-from nictune.db.best import configuration_means, noise_by_fingerprint, rank, ranked_rows
+from nictune.db.best import ConfigAggregate, configuration_means, noise_by_fingerprint, rank, ranked_rows
 from nictune.errors import UnknownNameError
 from nictune.measure.workloads import WORKLOADS, check_workload_name
 from nictune.optimizer import OBJECTIVES, Goal, MetricConstraint
@@ -77,38 +78,61 @@ def history_best(
     its recommendation: one lucky run does not outrank the same mean confirmed three times.
     Measurements from different fingerprints of the testbed are kept apart.
     """
+    cache: VersionedCache = request.app.state.cache
+    # The whole answer is kept for the data's version: a repeated question costs one lookup
+    # (its testbed, workload, objective and constraints were checked when it was computed;
+    # testbeds and workloads are never removed).
+    asked = ("best", testbed, workload, objective, tuple(constraint), top)
+    with session_scope(dbe) as s:
+        version = data_version(s)
+    kept = cache.peek(asked, version)
+    if kept is not None:
+        return Response(kept, media_type="application/json")
     _check_workload(dbe, workload)
     goal = Goal.from_names([objective], list(constraint))  # 422 naming 'objective' or 'constraint'
     _check_testbed(dbe, settings, testbed)
-    cache: VersionedCache = request.app.state.cache
     extra = sorted({c.metric for c in (MetricConstraint.parse(t) for t in constraint)})
     with session_scope(dbe) as s:
         version = data_version(s)
-        means = cache.get(("means", testbed, workload, tuple(extra)), version,
-                          lambda: configuration_means(s, testbed, workload, extra))
-        policy = RacingPolicy(goal)
-        noise = cache.get(("noise", testbed, workload, objective, tuple(map(str, goal.constraints))), version,
-                          lambda: noise_by_fingerprint(policy, means))
-        ranked = cache.get(("ranked", testbed, workload, objective, tuple(map(str, goal.constraints))), version,
-                           lambda: rank(policy, means, noise))
-        chosen = ranked[:top]
-        beds = hq.testbeds(s, [c.testbed_id for _, c in chosen])
-        simulated = any(b.kind == "sim" for b in beds.values()) or testbed.startswith("sim:")
-        items = []
-        for position, r in enumerate(ranked_rows(s, policy, chosen), start=1):
-            cand, iv = r.candidate, r.interval
-            items.append(BestConfiguration(
-                rank=position, config_hash=r.config.hash, config=config_dict(r.config),
-                objective_value=finite(goal.objective.value(cand.metrics)),
-                interval=ObjectiveInterval(mean=finite(iv.mean), low=finite(iv.low), high=finite(iv.high), n=iv.n,
-                                           confidence=iv.confidence, noise_cv=r.noise.cv),
-                feasible=r.score.feasible, score=clean_score(r.score) or {}, metrics=clean_metrics(cand.metrics),
-                measurements=cand.measurements, trials=cand.trials, jobs=r.jobs,
-                last_measured_at=cand.last_measured_at, fingerprint=dict(beds[cand.testbed_id].fingerprint)))
-    return json_response(BestOut(
+
+        def means() -> list[ConfigAggregate]:
+            return cache.get(("means", testbed, workload, tuple(extra)), version,
+                             lambda: configuration_means(s, testbed, workload, extra))
+
+        def body() -> bytes:
+            return _best_body(s, cache, version, means(), goal, testbed, workload, objective, top)
+
+        content = cache.get(asked, version, body)
+    return Response(content, media_type="application/json")
+
+
+def _best_body(s: Session, cache: VersionedCache, version: int, means: list[ConfigAggregate], goal: Goal,
+               testbed: str, workload: str, objective: str, top: int) -> bytes:
+    """The JSON of ``GET /v1/history/best`` for the data at ``version``."""
+    policy = RacingPolicy(goal)
+    constraints = tuple(map(str, goal.constraints))
+    noise = cache.get(("noise", testbed, workload, objective, constraints), version,
+                      lambda: noise_by_fingerprint(policy, means))
+    ranked = cache.get(("ranked", testbed, workload, objective, constraints), version,
+                       lambda: rank(policy, means, noise))
+    chosen = ranked[:top]
+    beds = hq.testbeds(s, [c.testbed_id for _, c in chosen])
+    simulated = any(b.kind == "sim" for b in beds.values()) or testbed.startswith("sim:")
+    items = []
+    for position, r in enumerate(ranked_rows(s, policy, chosen), start=1):
+        cand, iv = r.candidate, r.interval
+        items.append(BestConfiguration(
+            rank=position, config_hash=r.config.hash, config=config_dict(r.config),
+            objective_value=finite(goal.objective.value(cand.metrics)),
+            interval=ObjectiveInterval(mean=finite(iv.mean), low=finite(iv.low), high=finite(iv.high), n=iv.n,
+                                       confidence=iv.confidence, noise_cv=r.noise.cv),
+            feasible=r.score.feasible, score=clean_score(r.score) or {}, metrics=clean_metrics(cand.metrics),
+            measurements=cand.measurements, trials=cand.trials, jobs=r.jobs,
+            last_measured_at=cand.last_measured_at, fingerprint=dict(beds[cand.testbed_id].fingerprint)))
+    return BestOut(
         testbed=testbed, workload=workload, objective=objective, direction=goal.objective.direction,
         unit=goal.objective.unit, constraints=[str(c) for c in goal.constraints], simulated=simulated,
-        note=sim_note(simulated), items=items))
+        note=sim_note(simulated), items=items).model_dump_json().encode()
 
 
 @router.get("/trials", response_model=TrialPage, responses=error_responses(401, 422, 503),

@@ -16,7 +16,18 @@ from nictune.api.errors import ApiError
 from nictune.api.manager import FINAL_STATES, JobManager, TooManyPendingJobs
 from nictune.api.pagination import Limit, Offset, json_response, next_page
 from nictune.api.queries.jobs import JobFilters, job_header, jobs_page, load_job, trial_counts
-from nictune.api.queries.trials import TrialFilters, ordered_ids, trials_by_ids, trials_page
+from nictune.api.queries.trials import (
+    INDEXED_SORTS,
+    TrialFilters,
+    decode_cursor,
+    encode_cursor,
+    ids_after,
+    ordered_ids,
+    page_ids,
+    trial_count,
+    trials_by_ids,
+    trials_page,
+)
 from nictune.api.schemas.common import UtcDateTime, enum_of, error_responses
 from nictune.api.schemas.jobs import JobCreate, JobOut, JobPage, JobStateName
 from nictune.api.schemas.trials import SortKey, TrialPage
@@ -121,21 +132,34 @@ def job_trials(
                      Query(description="Only trials in this state.")] = None,
     source: Annotated[Literal["measured", "cache"] | None, Query(description="Only trials from this source.")] = None,
     limit: Limit = 100, offset: Offset = 0,
+    after: Annotated[str | None, Query(max_length=300, description=(
+        "Keyset pagination (sort by number or a main metric: throughput_gbps, loss_pct, interrupts_per_gb, "
+        "cpu_rx_pct, packet_rate_mpps): empty for the first page, then the value in the `next` link. "
+        "Each page costs the same however deep; not with `offset`."))] = None,
 ) -> Response:
     """The trials of a job, paginated and sortable by any metric (``sort=-throughput_gbps``)."""
     filters = TrialFilters(job_id=job_id, state=state, source=source)
+    if after is not None:
+        return _keyset_page(request, dbe, job_id, filters, sort, limit, offset, after)
     with session_scope(dbe) as s:
         header = job_header(s, job_id)
         if header is None:
             raise ApiError(404, f"there is no job with id {job_id}", field="job_id")
         simulated = header.kind == "sim"
-        if header.state in FINAL_STATES and header.finished_at is not None:
+        finished = header.state in FINAL_STATES and header.finished_at is not None
+        cache: VersionedCache = request.app.state.cache
+        version = int(header.finished_at.timestamp() * 1e6) if header.finished_at is not None else 0
+        if sort.lstrip("-") in INDEXED_SORTS:
+            # The page's ids come from an index of trials; a finished job's count never changes.
+            ids = page_ids(s, filters, sort, limit, offset)
+            total = (cache.get(("trial-count", job_id, state, source), version, lambda: trial_count(s, filters))
+                     if finished else trial_count(s, filters))
+            rows = trials_by_ids(s, ids)
+        elif finished:
             # A finished job's trials never change: sort them once, then serve pages by id.
-            cache: VersionedCache = request.app.state.cache
-            version = int(header.finished_at.timestamp() * 1e6)
-            ids = cache.get(("trial-order", job_id, sort, state, source), version,
-                            lambda: ordered_ids(s, filters, sort))
-            rows, total = trials_by_ids(s, ids[offset:offset + limit]), len(ids)
+            order = cache.get(("trial-order", job_id, sort, state, source), version,
+                              lambda: ordered_ids(s, filters, sort))
+            rows, total = trials_by_ids(s, order[offset:offset + limit]), len(order)
         else:
             rows, total = trials_page(s, filters, sort, limit, offset)
         items = [trial_view(r.trial, r.configuration, simulated=simulated) for r in rows]
@@ -158,6 +182,33 @@ def get_job_account(request: Request, job_id: JobId, _token: ReadToken, dbe: Db)
         account, rows = account_of(s, job, trial_counts(s, [job_id])[job_id], request.app.state.cache)
         body = json_safe({"account": account, "trials": rows})
     return JSONResponse(body)
+
+
+def _keyset_page(request: Request, dbe: DbEngine, job_id: int, filters: TrialFilters, sort: str, limit: int,
+                 offset: int, after: str) -> Response:
+    """A page of ``GET /v1/jobs/{id}/trials?after=...``: the trials after the cursor."""
+    if sort.lstrip("-") not in INDEXED_SORTS:
+        raise ApiError(422, f"'after' pages are sorted by number or a main metric, not {sort!r}", field="sort",
+                       allowed=", ".join(sorted(INDEXED_SORTS)))
+    if offset:
+        raise ApiError(422, "give either 'after' or 'offset', not both", field="offset", allowed="0 with 'after'")
+    position = decode_cursor(after, sort) if after else None
+    with session_scope(dbe) as s:
+        header = job_header(s, job_id)
+        if header is None:
+            raise ApiError(404, f"there is no job with id {job_id}", field="job_id")
+        simulated = header.kind == "sim"
+        ids = ids_after(s, filters, sort, position, limit + 1)
+        rows = trials_by_ids(s, ids[:limit])
+        total = trial_count(s, filters)
+        cursor = encode_cursor(sort, rows[-1].trial) if len(ids) > limit else None
+        items = [trial_view(r.trial, r.configuration, simulated=simulated) for r in rows]
+    following = None
+    if cursor is not None:
+        url = request.url.remove_query_params("offset").include_query_params(after=cursor)
+        following = f"{url.path}?{url.query}"
+    return json_response(TrialPage(items=items, total=total, limit=limit, offset=0, simulated=simulated,
+                                   note=sim_note(simulated), next=following))
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut,

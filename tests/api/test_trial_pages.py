@@ -1,0 +1,117 @@
+"""A job's trial pages sorted on the trials' metric columns: the same order as the summaries'
+figures give (missing ones last, ties by number), every trial once across the pages, on
+SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+
+from nictune.api.queries.trials import (
+    TrialFilters,
+    decode_cursor,
+    encode_cursor,
+    ids_after,
+    trials_by_ids,
+    trials_page,
+)
+from nictune.db import complete_trial, fail_trial, session_scope, start_trial
+from nictune.errors import InvalidInputError
+from tests.api.support import submit, wait_for
+from tests.db.support import FakeSample, add_configuration, add_job, add_testbed, add_workload, sample
+
+# number -> throughput of a completed trial (None: failed, no figures); 9.0 three times (ties).
+FIGURES: dict[int, float | None] = {0: 5.0, 1: 9.0, 2: None, 3: 9.0, 4: 1.5, 5: None, 6: 9.0, 7: 12.25, 8: 0.0}
+
+
+def _history(engine: Engine) -> int:
+    with session_scope(engine) as s:
+        job = add_job(s, add_testbed(s), add_workload(s))
+        other = add_job(s, add_testbed(s), add_workload(s))  # the other job's trials never show
+        for number, value in FIGURES.items():
+            for owner in (job, other):
+                trial = start_trial(s, owner, number, add_configuration(s, f"c{number}"))
+                if value is None:
+                    fail_trial(s, trial, "iperf3 exited with status 1")
+                else:
+                    samples: list[FakeSample] = [sample(value, loss_pct=10 - value)]
+                    complete_trial(s, trial, samples, "measured",
+                                   {"metrics": {"throughput_gbps": value, "loss_pct": 10 - value}})
+        return job.id
+
+
+def _expected(descending: bool, metric: str = "throughput_gbps") -> list[int]:
+    def figure(value: float | None) -> float | None:
+        return None if value is None else (value if metric == "throughput_gbps" else 10 - value)
+
+    present = [(figure(v), n) for n, v in FIGURES.items() if v is not None]
+    present.sort(key=lambda t: (-t[0] if descending else t[0], t[1]))  # type: ignore[operator]
+    return [n for _, n in present] + [n for n, v in FIGURES.items() if v is None]
+
+
+@pytest.mark.parametrize("sort", ["-throughput_gbps", "throughput_gbps", "-loss_pct", "loss_pct"])
+def test_pages_sorted_by_a_metric_column_follow_the_figures(engine: Engine, sort: str) -> None:
+    job_id = _history(engine)
+    metric = sort.lstrip("-")
+    seen: list[int] = []
+    with session_scope(engine) as s:
+        for offset in range(0, 12, 4):
+            rows, total = trials_page(s, TrialFilters(job_id=job_id), sort, 4, offset)
+            assert total == len(FIGURES)
+            assert all(r.trial.job_id == job_id and r.configuration.hash == f"c{r.trial.number}" for r in rows)
+            seen += [r.trial.number for r in rows]
+        assert seen == _expected(sort.startswith("-"), metric)
+        completed, total = trials_page(s, TrialFilters(job_id=job_id, state="completed"), sort, 100, 0)
+        assert total == 7 and [r.trial.number for r in completed] == _expected(sort.startswith("-"), metric)[:7]
+        # The same order across jobs (the joined query), for the rows of this job.
+        across, _ = trials_page(s, TrialFilters(testbed="bed-a", state="completed"), sort, 100, 0)
+        assert [r.trial.number for r in across if r.trial.job_id == job_id] == [r.trial.number for r in completed]
+
+
+@pytest.mark.parametrize("sort", ["-throughput_gbps", "throughput_gbps", "-loss_pct", "number", "-number"])
+def test_keyset_pages_give_the_offset_order(engine: Engine, sort: str) -> None:
+    job_id = _history(engine)
+    filters = TrialFilters(job_id=job_id)
+    with session_scope(engine) as s:
+        by_offset, _ = trials_page(s, filters, sort, 100, 0)
+        seen: list[int] = []
+        position = None
+        for _ in range(len(FIGURES)):  # pages of 2: the cursor crosses ties and the trials without figures
+            rows = trials_by_ids(s, ids_after(s, filters, sort, position, 2))
+            if not rows:
+                break
+            seen += [r.trial.number for r in rows]
+            position = decode_cursor(encode_cursor(sort, rows[-1].trial), sort)
+        assert seen == [r.trial.number for r in by_offset] and len(seen) == len(FIGURES)
+
+
+def test_a_cursor_of_another_listing_is_refused() -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        decode_cursor("not-a-cursor", "-throughput_gbps")
+    assert caught.value.field == "after"
+    wrong_sort = base64.urlsafe_b64encode(b'["loss_pct",1.0,3]').decode()
+    bad_number = base64.urlsafe_b64encode(b'["loss_pct",1.0,"3"]').decode()
+    for cursor in (wrong_sort, bad_number):
+        with pytest.raises(InvalidInputError):
+            decode_cursor(cursor, "-throughput_gbps" if cursor == wrong_sort else "loss_pct")
+    assert decode_cursor(base64.urlsafe_b64encode(b'["loss_pct",null,3]').decode(), "loss_pct") == (None, 3)
+
+
+def test_job_trials_page_by_cursor_through_the_api(api: TestClient) -> None:
+    job = wait_for(api, submit(api, budget=15)["id"])
+    url = f"/v1/jobs/{job['id']}/trials"
+    by_offset = api.get(url, params={"sort": "-throughput_gbps", "limit": 100}).json()["items"]
+    page = api.get(url, params={"sort": "-throughput_gbps", "limit": 4, "after": ""}).json()
+    seen = [t["number"] for t in page["items"]]
+    while page["next"] is not None:
+        assert "after=" in page["next"] and "offset=" not in page["next"] and page["total"] == 15
+        page = api.get(page["next"]).json()
+        seen += [t["number"] for t in page["items"]]
+    assert seen == [t["number"] for t in by_offset] and len(seen) == 15
+    refused = api.get(url, params={"sort": "-throughput_gbps", "after": "bogus"})
+    assert refused.status_code == 422 and "after" in refused.text
+    assert api.get(url, params={"sort": "-score", "after": ""}).status_code == 422
+    assert api.get(url, params={"sort": "number", "after": "", "offset": 4}).status_code == 422
