@@ -42,7 +42,7 @@ def apply(
         config, number = report["best_config"], report["best"]["number"]
     else:
         with db.session_scope(dbe) as s:
-            rows = {r["number"]: r for r in trial_rows(db.job_trials(s, job_id, measurements=False))}
+            rows = {r["number"]: r for r in trial_rows(db.job_trial_summaries(s, job_id))}
         if trial not in rows:
             raise NotFoundError(f"job {job_id} has no trial {trial}", field="trial",
                                 allowed=f"0..{max(rows) if rows else 0}")

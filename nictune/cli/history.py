@@ -204,7 +204,7 @@ def show(
         dbe = _db(ctx, db_url)
         report = job_report(dbe, job_id)
         with db.session_scope(dbe) as s:
-            rows = trial_rows(db.job_trials(s, job_id, measurements=False))
+            rows = trial_rows(db.job_trial_summaries(s, job_id))
     if json_out:
         print_json(report | {"trials": rows})
         return

@@ -30,9 +30,11 @@ from nictune.db.queries import (
 )
 from nictune.db.trials import (
     Sample,
+    TrialSummaryRow,
     add_measurements,
     complete_trial,
     fail_trial,
+    job_trial_summaries,
     job_trials,
     reset_running_trials,
     start_trial,
@@ -41,6 +43,7 @@ from nictune.db.trials import (
 __all__ = [
     "MeasurementTotals",
     "Sample",
+    "TrialSummaryRow",
     "add_measurements",
     "cached_samples",
     "complete_trial",
@@ -53,6 +56,7 @@ __all__ = [
     "get_or_create_configuration",
     "get_or_create_testbed",
     "get_or_create_workload",
+    "job_trial_summaries",
     "job_trials",
     "list_jobs",
     "measurement_totals",

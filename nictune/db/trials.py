@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -24,6 +25,20 @@ from nictune.db.models import (
 )
 from nictune.db.types import as_utc, utcnow
 from nictune.errors import InvalidInputError, JobError
+
+
+@dataclass(frozen=True)
+class TrialSummaryRow:
+    """One trial as :func:`job_trial_summaries` reads it."""
+
+    id: int
+    number: int
+    state: str
+    source: str
+    error: str | None
+    summary: dict[str, Any] | None
+    config_hash: str
+    canonical: str
 
 
 class Sample(Protocol):
@@ -274,6 +289,18 @@ def job_trials(s: Session, job_id: int, *, measurements: bool = True) -> list[Tr
         options += [defer(Trial.snapshot), defer(Trial.notes)]
     stmt = select(Trial).where(Trial.job_id == job_id).order_by(Trial.number).options(*options)
     return list(s.scalars(stmt))
+
+
+@maps_storage_errors
+def job_trial_summaries(s: Session, job_id: int) -> list[TrialSummaryRow]:
+    """The trials of a job in order with what an account of the job reads of them: id, number,
+    state, source, error, summary and the configuration's hash and canonical text (one query,
+    no ORM objects: a long job's account is mostly this read)."""
+    stmt = (select(Trial.id, Trial.number, Trial.state, Trial.source, Trial.error, Trial.summary,
+                   Configuration.hash, Configuration.canonical)
+            .join(Configuration, Trial.configuration_id == Configuration.id)
+            .where(Trial.job_id == job_id).order_by(Trial.number))
+    return [TrialSummaryRow(*row) for row in s.execute(stmt)]
 
 
 @maps_storage_errors

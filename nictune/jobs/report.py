@@ -23,7 +23,8 @@ def _score(goal: Goal, summary: dict[str, Any] | None) -> Score | None:
     return goal.score(summary["metrics"])
 
 
-def trial_rows(trials: list[db.Trial]) -> list[dict[str, Any]]:
+def trial_rows(trials: list[db.TrialSummaryRow]) -> list[dict[str, Any]]:
+    """A job's trials (:func:`nictune.db.job_trial_summaries`) as plain rows."""
     rows = []
     for t in trials:
         summary = t.summary or {}
@@ -31,8 +32,8 @@ def trial_rows(trials: list[db.Trial]) -> list[dict[str, Any]]:
             "number": t.number,
             "state": t.state,
             "source": t.source,
-            "config_hash": t.configuration.hash,
-            "config": json.loads(t.configuration.canonical),
+            "config_hash": t.config_hash,
+            "config": json.loads(t.canonical),
             "metrics": summary.get("metrics", {}),
             "spread": summary.get("spread", {}),
             "repeats": summary.get("repeats"),
@@ -142,7 +143,7 @@ def job_account(s: Session, job_id: int) -> tuple[dict[str, Any], list[dict[str,
     job = db.get_job(s, job_id)
     space = space_from_dict(dict(job.space_definition))
     goal = Goal.from_names(list(job.objectives), list(job.constraints))
-    trials = db.job_trials(s, job_id, measurements=False)
+    trials = db.job_trial_summaries(s, job_id)
     rows = trial_rows(trials)
     completed = [r for r in rows if r["state"] == "completed" and r["metrics"]]
     default = default_row(s, job, space, completed)

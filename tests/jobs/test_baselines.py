@@ -60,7 +60,7 @@ def test_the_job_starts_with_the_default_the_stock_profiles_and_the_baseline(fin
     dbe = open_database(finished.url)
     try:
         with db.session_scope(dbe) as s:
-            rows = trial_rows(db.job_trials(s, finished.job_id))
+            rows = trial_rows(db.job_trial_summaries(s, finished.job_id))
         report = job_report(dbe, finished.job_id)
     finally:
         dbe.dispose()

@@ -314,7 +314,7 @@ def test_a_job_account_gives_every_configuration_as_an_object(engine: Engine) ->
     chosen = goal.values(report["best"]["metrics"])
     assert report["best"]["number"] in {r["number"] for r in report["front"]}
     with db.session_scope(engine) as s:
-        measured = [r for r in trial_rows(db.job_trials(s, job)) if r["state"] == "completed"]
+        measured = [r for r in trial_rows(db.job_trial_summaries(s, job)) if r["state"] == "completed"]
     assert len(measured) == 8
     assert not any(all(a >= b for a, b in zip(goal.values(r["metrics"]), chosen, strict=True))
                    and goal.values(r["metrics"]) != chosen for r in measured)
