@@ -330,8 +330,12 @@ def run(backend: str, trials: int, clients: int, requests: int, keep: str | None
             steps = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in timings.items())
             print(f"[{backend}] stored {trials} trials ({trials * REPEATS} measurements) in "
                   f"{time.monotonic() - began:.0f} s ({steps})", flush=True)
+        # One token for every client: the service's per-token cap on requests in progress
+        # (--max-requests-per-token, 8 by default) is raised to the clients' number, so the
+        # bench measures the answers, not the refusals.
+        limits = ["--max-requests-per-token", str(max(clients, 8)), "--max-requests", str(max(clients, 64))]
         with tempfile.TemporaryDirectory() as folder, running_server(url, Path(folder) / "server.log",
-                                                                      timeout=120) as server:
+                                                                      timeout=120, args=limits) as server:
             rng = random.Random(2)
             per_job = trials // JOBS
             endpoints = {
