@@ -6,7 +6,6 @@ The pending jobs of a token are counted by :class:`~nictune.api.manager.JobManag
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from starlette.concurrency import run_in_threadpool
@@ -14,6 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nictune.api.auth import bearer_secret, token_of
 from nictune.api.errors import ApiError, error_response
+from nictune.db.auth import hash_token
 from nictune.errors import NictuneError
 
 
@@ -201,15 +201,20 @@ class StreamSlots:
         return StreamSlot(self, token)
 
     def _release(self, token: str) -> None:
-        left = self._open.get(token, 0) - 1
-        if left > 0:
-            self._open[token] = left
-        else:
-            self._open.pop(token, None)
+        _count_down(self._open, token)
 
 
-#: Paths whose requests live as long as a stream: counted by :class:`StreamSlots`, not here.
+def _count_down(counts: dict[str, int], key: str) -> None:
+    """One fewer of ``key`` in ``counts`` (the key goes at zero)."""
+    left = counts.get(key, 1) - 1
+    if left > 0:
+        counts[key] = left
+    else:
+        counts.pop(key, None)
+
+
 def _is_stream(path: str) -> bool:
+    """Whether ``path`` is an event stream's: counted by :class:`StreamSlots`, not per request."""
     return path.startswith("/v1/jobs/") and path.endswith("/events")
 
 
@@ -242,7 +247,7 @@ class RequestLimit:
 
     def in_progress(self, secret: str | None = None) -> int:
         """Requests of the token with ``secret`` in progress (all of them without one)."""
-        return self._busy.get(_key(secret), 0) if secret is not None else self._all
+        return self._busy.get(hash_token(secret), 0) if secret is not None else self._all
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass the request on, or answer 429."""
@@ -251,7 +256,7 @@ class RequestLimit:
             return
         authorization = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"authorization"), None)
         secret = bearer_secret(authorization)
-        key = _key(secret) if secret is not None else None
+        key = hash_token(secret) if secret is not None else None
         busy = self._busy.get(key, 0) if key is not None else 0
         refusal = None
         if key is not None and busy >= self.per_token:
@@ -273,13 +278,4 @@ class RequestLimit:
         finally:
             self._all -= 1
             if key is not None:
-                left = self._busy.get(key, 1) - 1
-                if left > 0:
-                    self._busy[key] = left
-                else:
-                    self._busy.pop(key, None)
-
-
-def _key(secret: str) -> str:
-    """What :class:`RequestLimit` keeps of a secret: a digest, never the secret itself."""
-    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+                _count_down(self._busy, key)

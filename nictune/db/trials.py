@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, defer, selectinload
+from sqlalchemy.orm import Session, selectinload
 
 from nictune.db import stats
 from nictune.db._errors import maps_storage_errors
@@ -273,21 +273,18 @@ def fail_trial(s: Session, trial: Trial, error: str) -> None:
 
 
 @maps_storage_errors
-def job_trials(s: Session, job_id: int, *, measurements: bool = True) -> list[Trial]:
-    """Return the trials of a job ordered by number, configuration and (unless
-    ``measurements`` is false) measurements loaded. Loading the measurements decodes every
-    repeat's metrics and counters: most of the work for a long job, and not needed for an
-    account made from the trials' summaries (without them, each trial's host snapshot and
-    notes are loaded only when read).
+def job_trials(s: Session, job_id: int) -> list[Trial]:
+    """Return the trials of a job ordered by number, configuration and measurements loaded
+    (an account of the job reads :func:`job_trial_summaries` instead).
 
     Returns an empty list for an unknown job id.
     """
-    options: list[Any] = [selectinload(Trial.configuration)]
-    if measurements:
-        options.append(selectinload(Trial.measurements))
-    else:  # the host snapshot and the notes too are loaded only if asked for
-        options += [defer(Trial.snapshot), defer(Trial.notes)]
-    stmt = select(Trial).where(Trial.job_id == job_id).order_by(Trial.number).options(*options)
+    stmt = (
+        select(Trial)
+        .where(Trial.job_id == job_id)
+        .order_by(Trial.number)
+        .options(selectinload(Trial.configuration), selectinload(Trial.measurements))
+    )
     return list(s.scalars(stmt))
 
 

@@ -92,8 +92,7 @@ def history_best(
     goal = Goal.from_names([objective], list(constraint))  # 422 naming 'objective' or 'constraint'
     _check_testbed(dbe, settings, testbed)
     extra = sorted({c.metric for c in (MetricConstraint.parse(t) for t in constraint)})
-    with session_scope(dbe) as s:
-        version = data_version(s)
+    with session_scope(dbe) as s:  # at the version read above: newer data is seen at the next one
 
         def means() -> list[ConfigAggregate]:
             return cache.get(("means", testbed, workload, tuple(extra)), version,
