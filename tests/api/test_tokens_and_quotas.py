@@ -162,8 +162,6 @@ def test_a_stream_over_the_limit_is_429_and_an_ended_stream_frees_its_slot(make_
 @pytest.mark.parametrize("how", ["revoked", "expired"])
 def test_an_open_stream_ends_when_its_token_is_revoked_or_expires(make_api: AppFactory, db_url: str,
                                                                   how: str) -> None:
-    secret = new_token(db_url, "watcher", lifetime=timedelta(seconds=1.5) if how == "expired" else None)
-
     def revoke() -> None:
         engine = open_database(db_url)
         try:
@@ -174,6 +172,9 @@ def test_an_open_stream_ends_when_its_token_is_revoked_or_expires(make_api: AppF
 
     with make_api(trial_delay_s=0.05, token_recheck_s=0.2, events_poll_s=0.05) as api:
         job = submit(api, budget=400)
+        # Made now, not before the service starts: an expiring token's 1.5 s must not be spent
+        # on the service's start on a busy machine (its stream then got a 401 instead).
+        secret = new_token(db_url, "watcher", lifetime=timedelta(seconds=1.5) if how == "expired" else None)
         timer = threading.Timer(1.0, revoke)
         if how == "revoked":
             timer.start()
