@@ -26,7 +26,7 @@ from nictune.executors import Executor, MeasureRequest
 from nictune.executors.celery_app import CelerySettings
 from nictune.executors.celery_executor import ExecutorFactory
 from nictune.executors.local import LocalExecutor
-from nictune.executors.registry import Registry
+from nictune.executors.pools import Registry
 from nictune.measure.workloads import get_workload
 from nictune.search_spaces import load_space
 from tests.executors.support import REDIS_URL, delete_prefix, require_redis, start_worker, unique_prefix, wait_worker
