@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     from nictune.db import open_database
     from nictune.executors.celery_app import CelerySettings
     from nictune.executors.celery_executor import ExecutorFactory
-    from nictune.executors.registry import Registry
+    from nictune.executors.pools import Registry
     from nictune.measure.testbeds.veth import VethPair
 
     tag = uuid.uuid4().hex[:6]

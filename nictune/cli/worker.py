@@ -81,7 +81,7 @@ def workers(
         with Client(server, token=token) as client:
             body = client.workers()
     else:
-        from nictune.executors.registry import Registry
+        from nictune.executors.pools import Registry
 
         settings = _celery_settings(broker, backend)
         registry = Registry(settings.backend_url(), settings.key_prefix)

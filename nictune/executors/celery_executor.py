@@ -29,7 +29,7 @@ from nictune.errors import InvalidInputError, MeasurementError, NictuneError
 from nictune.executors._base import Executor, MeasurementWithdrawn, MeasureRequest
 from nictune.executors.celery_app import MEASURE_TASK, CelerySettings, make_celery_app, pool_of, queue_name
 from nictune.executors.local import LocalExecutor
-from nictune.executors.registry import PoolRecord, Registry, WorkerRecord
+from nictune.executors.pools import PoolRecord, Registry, WorkerRecord
 from nictune.executors.wire import result_from_dict
 from nictune.measure import TrialResult
 from nictune.search_spaces import SearchSpace

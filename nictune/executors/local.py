@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from nictune.errors import MeasurementError, NictuneError
 from nictune.executors._base import Executor, MeasureRequest
 from nictune.measure import Testbed, TrialResult
 from nictune.measure.testbeds import open_testbed
@@ -17,7 +18,10 @@ class LocalExecutor(Executor):
     testbed's own facts (the :class:`~nictune.measure.TestbedFacts` both share).
 
     Measurements are serialised with a lock: a testbed is never measured by two trials
-    at once, whatever the caller does.
+    at once, whatever the caller does. Whatever the testbed refuses or fails on reaches the
+    caller as a :class:`~nictune.errors.MeasurementError` naming its cause (the executor
+    interface's one failure type, as a Celery worker answers it): the trial fails, the job
+    goes on.
     """
 
     def __init__(self, testbed: str | Testbed, *, noise: float | None = None):
@@ -46,10 +50,15 @@ class LocalExecutor(Executor):
             return self._bed.unsupported_knobs(space)
 
     def measure(self, request: MeasureRequest) -> TrialResult:
-        space, config = request.configuration()
-        with self._lock:
-            return self._bed.measure(space.settings(config), request.workload_obj(), request.repeats,
-                                     request.seed)
+        try:
+            space, config = request.configuration()
+            with self._lock:
+                return self._bed.measure(space.settings(config), request.workload_obj(), request.repeats,
+                                         request.seed)
+        except MeasurementError:
+            raise
+        except NictuneError as exc:  # a value or workload the testbed refuses: a failed measurement
+            raise MeasurementError(str(exc)) from exc
 
     def close(self) -> None:
         self._bed.close()

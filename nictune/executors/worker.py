@@ -30,7 +30,7 @@ from nictune.errors import InvalidInputError, NictuneError
 from nictune.executors._base import MeasureRequest
 from nictune.executors.celery_app import MEASURE_TASK, POOL_PREFIX, CelerySettings, check_pool_name, queue_name
 from nictune.executors.local import LocalExecutor
-from nictune.executors.registry import Registry, WorkerRecord, now_iso
+from nictune.executors.pools import Registry, WorkerRecord, now_iso
 from nictune.executors.wire import result_to_dict
 from nictune.measure.journal import pid_alive
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nictune.executors.registry import Registry, WorkerRecord
+from nictune.executors.pools import Registry, WorkerRecord
 from tests.executors.support import REDIS_URL, delete_prefix, require_redis, running_worker, unique_prefix
 
 from .conftest import AppFactory

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from nictune.executors.registry import Registry, WorkerRecord
+from nictune.executors.pools import Registry, WorkerRecord
 from tests.environment import unavailable
 from tests.processes import ChildProcess
 

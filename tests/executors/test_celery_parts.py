@@ -20,7 +20,7 @@ from nictune.executors import MeasureRequest
 from nictune.executors.celery_app import CelerySettings, pool_of
 from nictune.executors.celery_executor import CeleryExecutor, ExecutorFactory
 from nictune.executors.local import LocalExecutor
-from nictune.executors.registry import Registry, WorkerRecord
+from nictune.executors.pools import Registry, WorkerRecord
 from nictune.executors.wire import result_from_dict, result_to_dict
 from nictune.executors.worker import TrialTimeLimit, WorkerConfig, time_limit, worker_id
 from nictune.measure._base import Sample, TrialResult

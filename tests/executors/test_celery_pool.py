@@ -26,7 +26,7 @@ from nictune.api.client import Client
 from nictune.db import Measurement, Trial, open_database, session_scope
 from nictune.db.auth import create_token
 from nictune.errors import InvalidInputError
-from nictune.executors.registry import Registry
+from nictune.executors.pools import Registry
 from nictune.measure.hosts import NetnsHost
 from nictune.measure.testbeds.veth import VethPair
 from tests.api.server import running_server

@@ -8,8 +8,8 @@ space does not allow refused as a measurement error naming it (the worker valida
 request again, whatever the client checked), ``slots`` at least one, requests measured from
 several threads at once each given its own figures (the base class: thread-safe, up to
 ``slots`` measurements at once), and a failure inside the testbed carried back to the caller
-naming its cause, as the same error type whichever executor carried it (not so today: a
-strict xfail below says how they differ).
+naming its cause, as the same error type whichever executor carried it (a
+:class:`~nictune.errors.MeasurementError`: the trial fails, the job goes on).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from nictune.executors import Executor, MeasureRequest
 from nictune.executors.celery_app import CelerySettings
 from nictune.executors.celery_executor import ExecutorFactory
 from nictune.executors.local import LocalExecutor
-from nictune.executors.registry import Registry
+from nictune.executors.pools import Registry
 from nictune.measure.workloads import get_workload
 from nictune.search_spaces import load_space
 from tests.executors.support import REDIS_URL, delete_prefix, require_redis, start_worker, unique_prefix, wait_worker
@@ -99,8 +99,7 @@ def test_an_executor_refuses_a_value_outside_the_space_as_a_measurement_error(ex
     with pytest.raises(NictuneError) as refused:
         executor.measure(_request(executor, bad, trial_id=2))
     assert "mtu" in str(refused.value) and "12345" in str(refused.value), refused.value
-    if executor.testbed.startswith("pool:"):  # what the worker said, carried back as a measurement error
-        assert isinstance(refused.value, MeasurementError)
+    assert isinstance(refused.value, MeasurementError), type(refused.value)
 
 
 @pytest.mark.slow
@@ -132,10 +131,6 @@ def test_a_failure_inside_the_testbed_reaches_the_caller_naming_its_cause(execut
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "found by this contract: the local executor lets the testbed's InvalidInputError through (the job "
-    "loop, which catches MeasurementError, then fails the job), a worker answers every NictuneError as "
-    "a failed measurement (MeasurementError: the trial fails, the job goes on)"))
 def test_a_failure_inside_the_testbed_is_the_same_error_type_whichever_executor_carried_it(
         celery_pool: tuple[ExecutorFactory, str]) -> None:
     factory, pool = celery_pool
@@ -145,7 +140,7 @@ def test_a_failure_inside_the_testbed_is_the_same_error_type_whichever_executor_
             with pytest.raises(NictuneError) as failed:
                 executor.measure(_bidir(executor, trial_id=4))
             raised.append(type(failed.value))
-    assert raised[0] is raised[1], raised
+    assert raised[0] is raised[1] is MeasurementError, raised
 
 
 def test_the_contract_covers_every_executor() -> None:
