@@ -95,7 +95,7 @@ def _constraints(raw: Any) -> Any:
 
 
 def _limits(raw: Any) -> dict[Any, Any]:
-    if raw is None:
+    if not raw:  # left out, null or empty (as before: any empty value)
         return {}
     allowed = "a mapping of names to finite numbers, e.g. {ring_max: 8192}"
     if not isinstance(raw, dict):
@@ -106,7 +106,9 @@ def _limits(raw: Any) -> dict[Any, Any]:
 
 
 def _profiles(raw: Any) -> Any:
-    if raw is not None and not isinstance(raw, dict):
+    if not raw:  # left out, null or empty (as before: any empty value)
+        return None
+    if not isinstance(raw, dict):
         raise problem(f"must map profile names to knob values, not {shown(raw)}",
                       "a mapping such as {baseline: {rx_ring: 4096}}")
     return raw
