@@ -68,12 +68,10 @@ def _device(raw: Any) -> str | None:
     return raw
 
 
-def _when(raw: Any) -> dict[Any, Any] | None:
+def _when(raw: Any) -> dict[Any, Any]:
     """``parent: value`` or ``parent: [values]`` (whether the parent and the values exist is
     the space's to check)."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict) or len(raw) != 1:
+    if not isinstance(raw, dict) or len(raw) != 1:  # null too: leave the field out for no condition
         raise problem(f"must be one 'parent: value' or 'parent: [values]', not {shown(raw)}",
                       "a mapping such as {rx_mode: timer} or {rx_mode: [timer, adaptive]}")
     ((parent, values),) = raw.items()

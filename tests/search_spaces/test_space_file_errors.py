@@ -67,6 +67,8 @@ CASES: list[tuple[str, Mutation, str, list[str], list[str]]] = [
      ["knobs.pause.default:", "'maybe'", "allowed: true or false"], ["knob 'pause'"]),
     ("when-self", _knob("poll_usecs", when={"poll_usecs": 16}), "knobs.poll_usecs.when",
      ["knobs.poll_usecs.when:", "cannot depend on itself"], ["unknown knob"]),
+    ("when-null", _knob("poll_usecs", when=None), "knobs.poll_usecs.when",
+     ["knobs.poll_usecs.when:", "must be one 'parent: value'"], []),
     ("when-no-values", _knob("poll_usecs", when={"rx_mode": []}), "knobs.poll_usecs.when",
      ["knobs.poll_usecs.when:", "rx_mode", "no values given", "timer"], []),
     ("profile-default", _add_profile("default", {"rx_ring": 512}), "profiles.default",
