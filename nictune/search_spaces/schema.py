@@ -11,7 +11,7 @@ every knob is well-formed, and builds the :class:`~nictune.search_spaces.space.S
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import (
@@ -121,7 +121,7 @@ class Profile:
 
     values: dict[Any, Any]
     info: ProfileInfo | None = None
-    where: tuple[str, ...] = field(default=())
+    where: tuple[str, ...] = ()
 
 
 class SpaceFile(Checked):
