@@ -9,6 +9,22 @@ the API to HTTP statuses, and nothing else does.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input that has several (a file with three bad fields).
+
+    Attributes:
+        field: the path of the field at fault (``knobs.rx_ring.high``, ``receiver.interface``).
+        message: the whole line a user reads (``space.yaml:12: knobs.rx_ring.high: ...``).
+        allowed: what that field accepts.
+    """
+
+    field: str | None
+    message: str
+    allowed: str | None = None
 
 
 class NictuneError(Exception):
@@ -19,14 +35,19 @@ class InvalidInputError(NictuneError):
     """Input from a user (CLI, API, file) is not acceptable.
 
     Attributes:
-        field: the name of the offending field or knob, when there is one.
+        field: the name of the offending field or knob, when there is one (the first one's
+            when there are several).
         allowed: a human-readable description of the values that would be accepted.
+        problems: every problem, when the input was checked as a whole (a space or pair file):
+            the message lists them one a line, ``field`` and ``allowed`` are the first one's.
     """
 
-    def __init__(self, message: str, *, field: str | None = None, allowed: str | None = None):
+    def __init__(self, message: str, *, field: str | None = None, allowed: str | None = None,
+                 problems: Sequence[Problem] = ()):
         super().__init__(message)
         self.field = field
         self.allowed = allowed
+        self.problems = tuple(problems)
 
 
 class UnknownNameError(InvalidInputError):

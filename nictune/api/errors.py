@@ -173,7 +173,8 @@ async def _on_nictune_error(request: Request, exc: Exception) -> JSONResponse:
         log.error("%s %s failed: %s", request.method, request.url.path, exc)
     field = getattr(exc, "field", None)
     allowed = getattr(exc, "allowed", None)
-    return error_response(status, str(exc), field=field, allowed=allowed)
+    problems = [FieldProblem(field=p.field, message=p.message, allowed=p.allowed) for p in getattr(exc, "problems", ())]
+    return error_response(status, str(exc), field=field, allowed=allowed, problems=problems)
 
 
 async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:

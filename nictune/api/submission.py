@@ -17,7 +17,7 @@ from typing import Any
 
 from nictune.api.schemas.jobs import JobCreate
 from nictune.api.settings import ApiSettings
-from nictune.errors import InvalidInputError, UnknownNameError
+from nictune.errors import InvalidInputError, Problem, UnknownNameError
 from nictune.jobs import JobSpec
 from nictune.jobs.stopping import parse_duration
 from nictune.measure.appliers.registry import load_checked_space
@@ -40,6 +40,17 @@ def submittable_testbeds(settings: ApiSettings) -> list[str]:
 
 def _renamed(exc: InvalidInputError, field: str) -> InvalidInputError:
     return InvalidInputError(str(exc), field=field, allowed=exc.allowed)
+
+
+def _inline_space_error(exc: InvalidInputError) -> InvalidInputError:
+    """An inline space's error with its fields under ``space.`` (``space.knobs.mtu.default``),
+    every problem kept."""
+    def under(field: str | None) -> str:
+        return f"space.{field}" if field else "space"
+
+    problems = [Problem(under(p.field), f"inline space: {p.message}", p.allowed) for p in exc.problems]
+    message = "\n".join(p.message for p in problems) if problems else f"inline space: {exc}"
+    return InvalidInputError(message, field=under(exc.field), allowed=exc.allowed, problems=problems)
 
 
 def _bounded(spec: Param) -> Param:
@@ -157,12 +168,7 @@ def build_spec(body: JobCreate, settings: ApiSettings) -> JobSpec:
             # the appliers' rules), whatever the testbed: before any engine is built.
             load_checked_space(dict(body.space))
         except InvalidInputError as exc:
-            raise InvalidInputError(f"inline space: {exc}", field=f"space.{exc.field}" if exc.field else "space",
-                                    allowed=exc.allowed) from None
-        except (TypeError, ValueError, AttributeError, KeyError) as exc:
-            # The loader expects the shapes a YAML file has; a JSON body can hold anything.
-            raise InvalidInputError(f"space: malformed definition ({type(exc).__name__}: {exc})",
-                                    field="space", allowed="a mapping like a space YAML file") from None
+            raise _inline_space_error(exc) from None
     check_workload(body)
     time_limit_s = parse_duration(body.time_limit) if body.time_limit is not None else None
     spec = JobSpec(

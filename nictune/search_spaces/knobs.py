@@ -271,10 +271,3 @@ class BoolKnob(Knob):
     def mutate(self, value: Value, rng: random.Random, scale: float = 0.2) -> bool:
         return not value
 
-
-KNOB_TYPES: dict[str, type[Knob]] = {
-    "int": IntKnob,
-    "float": FloatKnob,
-    "choice": ChoiceKnob,
-    "bool": BoolKnob,
-}

@@ -11,16 +11,19 @@ where it comes from::
       notes: [tcp_wmem max 16777216 is the knob's value exactly]
       values: {tcp_rmem_max: 16777216}
 
-A stock profile needs a ``source``. Every error names the profile and the field at fault.
+A stock profile needs a ``source``. :class:`ProfileSpec` checks the long form; every problem
+names the profile and the field at fault (``profiles.esnet.source``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-from nictune.errors import SpaceDefinitionError
+from pydantic import ConfigDict, Field, PlainValidator, model_validator
+
+from nictune.locations import Checked, problem, raise_all, shown
 
 #: The fields of a profile's long form.
 PROFILE_FIELDS = ("stock", "description", "source", "not_expressed", "notes", "values")
@@ -51,19 +54,26 @@ class ProfileInfo:
                 "not_expressed": list(self.not_expressed), "notes": list(self.notes)}
 
 
-def _fail(profile: str, field: str, msg: str, allowed: str) -> SpaceDefinitionError:
-    return SpaceDefinitionError(f"profile {profile!r}: field {field!r} {msg}; allowed: {allowed}",
-                                field=profile, allowed=allowed)
-
-
-def _texts(profile: str, field: str, raw: Any, *, one_allowed: bool = False) -> tuple[str, ...]:
+def _texts(raw: Any, *, one_allowed: bool = False) -> tuple[str, ...]:
     """A list of non-empty strings (or, with ``one_allowed``, a single one)."""
     allowed = ("a string or " if one_allowed else "") + "a list of non-empty strings"
     if one_allowed and isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list) or any(not isinstance(x, str) or not x.strip() for x in raw):
-        raise _fail(profile, field, f"must be {allowed}, not {raw!r}"[:200], allowed)
+        raise problem(f"must be {allowed}, not {shown(raw, 200)}", allowed)
     return tuple(x.strip() for x in raw)
+
+
+def _one_or_more(raw: Any) -> tuple[str, ...]:
+    return _texts(raw, one_allowed=True)
+
+
+def _values(raw: Any) -> dict[Any, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise problem(f"must map knob names to values, not {shown(raw, 200)}", "a mapping such as {rx_ring: 4096}")
+    return dict(raw)
 
 
 def is_long_form(raw: Mapping[str, Any], knob_names: Collection[str]) -> bool:
@@ -72,46 +82,38 @@ def is_long_form(raw: Mapping[str, Any], knob_names: Collection[str]) -> bool:
     return any(key in PROFILE_FIELDS and key not in knob_names for key in raw)
 
 
-def parse_profile(profile: str, raw: Mapping[str, Any]) -> tuple[dict[str, Any], ProfileInfo]:
-    """The knob values and the :class:`ProfileInfo` of a long-form profile entry.
+class ProfileSpec(Checked):
+    """A long-form profile of a space file (the knob values are the space's to check).
 
-    Raises:
-        SpaceDefinitionError: an unknown field, a field of the wrong type, a stock profile
-            without a source; naming the profile and the field.
+    A stock profile needs a ``source``.
     """
-    unknown = sorted(str(k) for k in raw if k not in PROFILE_FIELDS)
-    if unknown:
-        raise _fail(profile, unknown[0], "is not a field of a profile (a knob's value goes under 'values')",
-                    ", ".join(PROFILE_FIELDS))
-    values = raw.get("values", {})
-    if values is None:
-        values = {}
-    if not isinstance(values, dict):
-        raise _fail(profile, "values", f"must map knob names to values, not {values!r}"[:200],
-                    "a mapping such as {rx_ring: 4096}")
-    stock = raw.get("stock", False)
-    if not isinstance(stock, bool):
-        raise _fail(profile, "stock", f"must be true or false, not {stock!r}", "true, false")
-    description = raw.get("description", "")
-    if not isinstance(description, str):
-        raise _fail(profile, "description", f"must be a string, not {description!r}"[:200], "a string")
-    source = _texts(profile, "source", raw["source"], one_allowed=True) if "source" in raw else ()
-    if stock and not source:
-        raise _fail(profile, "source", "is missing: a stock profile says where its values come from",
-                    "a file path or web address, or a list of them")
-    info = ProfileInfo(
-        stock=stock,
-        description=" ".join(description.split()),
-        source=source,
-        not_expressed=_texts(profile, "not_expressed", raw["not_expressed"]) if "not_expressed" in raw else (),
-        notes=_texts(profile, "notes", raw["notes"]) if "notes" in raw else (),
-    )
-    return dict(values), info
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    extra_hint: ClassVar[str] = "a knob's value goes under 'values'"
+
+    stock: Annotated[bool, Field(json_schema_extra={"allowed": "true, false"})] = False
+    description: Annotated[str, Field(json_schema_extra={"allowed": "a string"})] = ""
+    source: Annotated[tuple[str, ...], PlainValidator(_one_or_more)] = ()
+    not_expressed: Annotated[tuple[str, ...], PlainValidator(_texts)] = ()
+    notes: Annotated[tuple[str, ...], PlainValidator(_texts)] = ()
+    values: Annotated[dict[Any, Any], PlainValidator(_values)] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _stock_has_a_source(self) -> ProfileSpec:
+        if self.stock and not self.source:
+            raise_all("profile", [(("source",), problem("is missing: a stock profile says where its values come from",
+                                                       "a file path or web address, or a list of them"), None)])
+        return self
+
+    def info(self) -> ProfileInfo:
+        """What the profile says besides its values."""
+        return ProfileInfo(stock=self.stock, description=" ".join(self.description.split()), source=self.source,
+                           not_expressed=self.not_expressed, notes=self.notes)
 
 
 def profile_definition(values: Mapping[str, Any], info: ProfileInfo | None) -> dict[str, Any]:
     """A profile as a space file writes it: plain values, or the long form when it has an
-    :class:`ProfileInfo` (the inverse of :func:`parse_profile`)."""
+    :class:`ProfileInfo` (the inverse of :class:`ProfileSpec`)."""
     if info is None:
         return dict(values)
     out: dict[str, Any] = {}

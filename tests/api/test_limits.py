@@ -39,11 +39,11 @@ def test_an_inline_space_of_3000_int_knobs_is_a_422_before_any_engine_is_built(
 
 
 BAD_SPACES: list[tuple[str, dict[str, Any], str, list[str]]] = [
-    ("int bound of 2**63", inline(somaxconn=SOMAXCONN | {"high": 2**63}), "space.somaxconn", ["2**53"]),
+    ("int bound of 2**63", inline(somaxconn=SOMAXCONN | {"high": 2**63}), "space.knobs.somaxconn.high", ["2**53"]),
     ("somaxconn above the sysctl range", inline(somaxconn=SOMAXCONN | {"high": 2**40}), "space.knobs.somaxconn",
      ["4294967295"]),
     ("choices per knob", inline(q={"type": "choice", "choices": [f"q{i}" for i in range(300)], "default": "q0",
-                                   "target": "net.core.default_qdisc"}), "space.q", ["at most 256"]),
+                                   "target": "net.core.default_qdisc"}), "space.knobs.q.choices", ["at most 256"]),
     ("constraints", inline() | {"constraints": ["somaxconn >= 1"] * 33}, "space.constraints", ["at most 32"]),
     ("kernel.randomize_va_space", inline(aslr={"type": "int", "low": 0, "high": 2, "default": 2,
                                                "target": "kernel.randomize_va_space"}),

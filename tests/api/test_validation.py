@@ -67,13 +67,13 @@ BAD_BODIES: list[tuple[str, dict[str, Any], str, str]] = [
     ("negative seed", {"seed": -1}, "seed", ">= 0"),
     ("unknown field", {"budjet": 10}, "budjet", "budget"),
     ("inline knob default out of range", {"space": mini_space(knobs={"mtu": MTU | {"default": 100}})},
-     "space.mtu", "1500"),
+     "space.knobs.mtu.default", "1500"),
     ("inline profile sets an unknown knob", {"space": mini_space(profiles={"fast": {"mtux": 9000}})},
-     "space.fast", ""),
+     "space.profiles.fast.mtux", "mtu"),
     ("inline profile value out of range", {"space": mini_space(profiles={"fast": {"mtu": 99000}})},
-     "space.fast", ""),
+     "space.profiles.fast.mtu", "1500"),
     ("inline knob of unknown family", {"space": mini_space(knobs={"mtu": MTU | {"family": "shell"}})},
-     "space.mtu", "sysctl"),
+     "space.knobs.mtu.family", "sysctl"),
     ("inline space with knobs in a list", {"space": {"name": "x", "knobs": [1, 2]}}, "space.knobs", ""),
 ]
 
@@ -259,3 +259,20 @@ def test_a_space_the_testbed_cannot_set_is_a_422_naming_it(make_api: AppFactory,
         assert "spaces probe" in body["allowed"], body
         assert api.get("/v1/jobs").json()["total"] == 0
     assert not VethPair(name).exists()
+
+
+def test_every_problem_of_an_inline_space_is_in_the_error_body(shared_api: TestClient) -> None:
+    space = mini_space(knobs={"mtu": MTU | {"default": 100, "family": "shell"},
+                              "gro": {"type": "bool", "default": True, "target": "gro", "colour": "red"}},
+                       constraints=5)
+
+    response = shared_api.post("/v1/jobs", json={"testbed": "sim:benson-40g", "budget": 5, "space": space})
+
+    assert response.status_code == 422, response.text
+    error = response.json()
+    assert [p["field"] for p in error["problems"]] == [
+        "space.knobs.mtu.family", "space.knobs.gro.colour", "space.constraints"]
+    assert error["message"].splitlines() == [p["message"] for p in error["problems"]]
+    assert error["problems"][0]["message"].startswith("inline space: knobs.mtu.family: 'shell' is not")
+    assert "sysctl" in error["problems"][0]["allowed"] and "default" in error["problems"][1]["allowed"]
+    assert (error["field"], error["allowed"]) == ("space.knobs.mtu.family", error["problems"][0]["allowed"])

@@ -70,6 +70,37 @@ def test_missing_key_file_is_reported(tmp_path: Path) -> None:
     assert err.value.field == "sender.key"
 
 
+def test_every_problem_is_reported_with_its_line(tmp_path: Path) -> None:
+    # Three independent problems: the port (line 3), the sender's host (line 4), the receiver's
+    # address (line 5; the flow mappings are one line each).
+    text = GOOD.replace("port: 5401", "port: 80").replace("host: local", "host: ftp://x")
+    text = text.replace("address: 192.168.9.2", "address: eleven")
+    path = write(tmp_path, text)
+
+    with pytest.raises(InvalidInputError) as err:
+        load_pair(path)
+
+    assert str(err.value).splitlines() == [
+        f"{path}:3: port: 80 is not valid; allowed: an integer from 1024 to 65535",
+        f"{path}:4: sender.host: 'ftp://x' is not valid; allowed: local, netns:NAME or ssh://user@host[:port]",
+        f"{path}:5: receiver.address: 'eleven' is not valid; allowed: an IPv4 or IPv6 address",
+    ]
+    assert [p.field for p in err.value.problems] == ["port", "sender.host", "receiver.address"]
+    assert (err.value.field, err.value.allowed) == ("port", "an integer from 1024 to 65535")
+
+
+def test_a_missing_side_and_an_unknown_field_are_both_named(tmp_path: Path) -> None:
+    path = write(tmp_path, "sender: {host: local, interface: eth0, address: 1.2.3.4}\ncolour: red\n")
+
+    with pytest.raises(InvalidInputError) as err:
+        load_pair(path)
+
+    assert str(err.value).splitlines() == [
+        f"{path}:1: receiver: is missing; allowed: a mapping with host, interface and address",
+        f"{path}:2: colour: unknown field 'colour'; allowed: name, port, sockperf_port, sender, receiver",
+    ]
+
+
 @pytest.fixture
 def ssh_receiver(veth_pair: VethPair, tmp_path: Path) -> Iterator[SshServer]:
     """A real sshd in the receiver namespace, listening on the pair's receiver address."""

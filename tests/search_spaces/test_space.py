@@ -159,16 +159,18 @@ def test_neighbours_change_one_knob() -> None:
 @pytest.mark.parametrize(
     ("mutate", "field", "needle"),
     [
-        (lambda d: d["knobs"]["poll_usecs"].update(when={"rx_mod": "timer"}), "poll_usecs", "unknown knob 'rx_mod'"),
-        (lambda d: d["knobs"]["rx_ring"].update(default=100), "rx_ring", "field 'default'"),
-        (lambda d: d["knobs"]["rx_mode"].update(choices=[]), "rx_mode", "non-empty list"),
-        (lambda d: d["knobs"]["gro"].update(defualt=True), "gro", "unknown field 'defualt'"),
-        (lambda d: d["knobs"]["rx_ring"].update(type="integer"), "rx_ring", "field 'type'"),
-        (lambda d: d["knobs"]["poll_usecs"].update(when={"rx_mode": "polling"}), "poll_usecs", "not a value of"),
-        (lambda d: d["knobs"]["gro"].update(family="netlink"), "gro", "field 'family'"),
-        (lambda d: d.update(constraints=["rx_ring <= bogus"]), "constraints", "unknown name 'bogus'"),
-        (lambda d: d.update(constraints=["__import__('os').system('id') == 0"]), "constraints", "not allowed"),
-        (lambda d: d["profiles"]["fast"].update(rx_ring=3000), "fast", "rx_ring"),
+        (lambda d: d["knobs"]["poll_usecs"].update(when={"rx_mod": "timer"}), "knobs.poll_usecs.when",
+         "unknown knob 'rx_mod'"),
+        (lambda d: d["knobs"]["rx_ring"].update(default=100), "knobs.rx_ring.default", "out of range"),
+        (lambda d: d["knobs"]["rx_mode"].update(choices=[]), "knobs.rx_mode.choices", "non-empty list"),
+        (lambda d: d["knobs"]["gro"].update(defualt=True), "knobs.gro.defualt", "unknown field 'defualt'"),
+        (lambda d: d["knobs"]["rx_ring"].update(type="integer"), "knobs.rx_ring.type", "'integer'"),
+        (lambda d: d["knobs"]["poll_usecs"].update(when={"rx_mode": "polling"}), "knobs.poll_usecs.when",
+         "not a value of"),
+        (lambda d: d["knobs"]["gro"].update(family="netlink"), "knobs.gro.family", "'netlink'"),
+        (lambda d: d.update(constraints=["rx_ring <= bogus"]), "constraints[0]", "unknown name 'bogus'"),
+        (lambda d: d.update(constraints=["__import__('os').system('id') == 0"]), "constraints[0]", "not allowed"),
+        (lambda d: d["profiles"]["fast"].update(rx_ring=3000), "profiles.fast.rx_ring", "not a power of two"),
     ],
 )
 def test_definition_errors_name_knob_and_field(mutate, field: str, needle: str) -> None:  # type: ignore[no-untyped-def]
@@ -177,7 +179,7 @@ def test_definition_errors_name_knob_and_field(mutate, field: str, needle: str) 
     with pytest.raises(SpaceDefinitionError) as exc:
         space_from_dict(data)
     assert exc.value.field == field
-    assert needle in str(exc.value)
+    assert str(exc.value).startswith(f"{field}: ") and needle in str(exc.value)
 
 
 def test_user_yaml_file_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -21,7 +21,6 @@ receiver:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,36 +34,17 @@ from nictune.measure.hosts import Host, LocalHost, NetnsHost, SshHost
 from nictune.measure.journal import Journal
 from nictune.measure.probe_space import unsupported_knobs
 from nictune.measure.testbeds._base import register_testbed
+from nictune.measure.testbeds.pair_schema import SSH_URL, PairFile
 from nictune.measure.transaction import Trial
-from nictune.measure.validation import check_device, check_int, check_token
 from nictune.search_spaces import SearchSpace, Setting
-from nictune.yamlfile import not_a_mapping, parse_yaml
+from nictune.yamlfile import not_a_mapping, parse_yaml, validated
 
 if TYPE_CHECKING:
     from nictune.measure.dryrun import DryRun
 
-_SSH_URL = re.compile(
-    r"^ssh://(?P<user>[a-z_][a-z0-9_.-]{0,31})@"
-    r"(?P<host>[A-Za-z0-9_][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+\])(:(?P<port>\d{1,5}))?$"
-)
-_NETNS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_FIELDS = ("host", "interface", "address", "key", "known_hosts", "via_netns")
 #: Programs a pair host needs (sockperf only for a workload with a latency part: a trial
 #: checks it then).
 TOOLS = ("iperf3", "ethtool", "ip", "tc", "taskset", "ping", "ss")
-
-
-
-def _bad(field: str, value: object, allowed: str) -> InvalidInputError:
-    shown = repr(value)
-    if len(shown) > 80:  # a whole file read as one string (not YAML) is not worth printing
-        size = f"{len(value)} characters" if isinstance(value, str) else f"{len(shown)} characters as text"
-        shown = f"{shown[:60]}... ({type(value).__name__}, {size})"
-    return InvalidInputError(
-        f"pair file: {field} = {shown} is not valid; allowed: {allowed}",
-        field=field,
-        allowed=allowed,
-    )
 
 
 @dataclass(frozen=True)
@@ -94,7 +74,7 @@ class PairEnd:
             return LocalHost()
         if self.host.startswith("netns:"):
             return NetnsHost(self.host[len("netns:") :])
-        m = _SSH_URL.match(self.host)
+        m = SSH_URL.match(self.host)
         assert m is not None  # checked by load_pair
         return SshHost(
             m.group("host").strip("[]"),
@@ -118,50 +98,13 @@ class PairSpec:
     sockperf_port: int | None = None
 
 
-def _end(side: str, raw: object, base: Path) -> PairEnd:
-    if not isinstance(raw, dict):
-        raise _bad(side, raw, "a mapping with host, interface and address")
-    unknown = sorted(set(raw) - set(_FIELDS))
-    if unknown:
-        raise _bad(f"{side}.{unknown[0]}", raw[unknown[0]], "fields " + ", ".join(_FIELDS))
-    host = raw.get("host")
-    if not isinstance(host, str) or not (
-        host == "local"
-        or _SSH_URL.match(host)
-        or (host.startswith("netns:") and _NETNS.match(host[len("netns:") :]))
-    ):
-        raise _bad(f"{side}.host", host, "local, netns:NAME or ssh://user@host[:port]")
-    try:
-        interface = check_device(raw.get("interface"))
-    except InvalidInputError:
-        raise _bad(f"{side}.interface", raw.get("interface"), "an interface name") from None
-    address = raw.get("address")
-    if not isinstance(address, str) or not re.fullmatch(r"[0-9A-Fa-f.:]{2,45}", address):
-        raise _bad(f"{side}.address", address, "an IPv4 or IPv6 address")
-    files: dict[str, str | None] = {}
-    for key in ("key", "known_hosts"):
-        value = raw.get(key)
-        if value is not None:
-            if not isinstance(value, str) or not value or value.startswith("-"):
-                raise _bad(f"{side}.{key}", value, "a file path")
-            path = (base / Path(value).expanduser()).resolve()
-            if not path.is_file():
-                raise _bad(f"{side}.{key}", value, "an existing file")
-            value = str(path)
-        files[key] = value
-    if host.startswith("ssh://") and files["key"] is None:
-        raise _bad(f"{side}.key", None, "a private key file (required for ssh hosts)")
-    via = raw.get("via_netns")
-    if via is not None and (not isinstance(via, str) or not _NETNS.match(via)):
-        raise _bad(f"{side}.via_netns", via, "a namespace name")
-    return PairEnd(host, interface, address, files["key"], files["known_hosts"], via)
-
-
 def load_pair(path: str | Path) -> PairSpec:
-    """Read and validate a pair file.
+    """Read and validate a pair file (:class:`~nictune.measure.testbeds.pair_schema.PairFile`).
 
     Raises:
-        InvalidInputError: naming the first bad field (``receiver.interface`` ...).
+        InvalidInputError: not a YAML mapping (field ``path`` or ``file``), or listing every
+            problem, one a line (``FILE:LINE: receiver.interface: ...``); its field is the
+            first one's path (``receiver.interface`` ...).
     """
     p = Path(path)
     try:
@@ -176,25 +119,10 @@ def load_pair(path: str | Path) -> PairSpec:
         raise InvalidInputError(str(exc), field="path", allowed=exc.allowed) from None
     if not isinstance(data, dict):
         raise not_a_mapping(f"pair file {p}", data, "a mapping with sender and receiver")
-    unknown = set(data) - {"name", "port", "sockperf_port", "sender", "receiver"}
-    if unknown:
-        raise _bad(sorted(unknown)[0], data[sorted(unknown)[0]], "name, port, sockperf_port, sender, receiver")
-    name = data.get("name", p.stem)
-    try:
-        check_token("name", name)
-        port = check_int("port", data.get("port", 5201), 1024, 65535)
-        sockperf_port = data.get("sockperf_port")
-        if sockperf_port is not None:
-            check_int("sockperf_port", sockperf_port, 1024, 65535)
-    except InvalidInputError as exc:
-        raise _bad(str(exc.field), data.get(str(exc.field)), str(exc.allowed)) from None
-    if sockperf_port == port:
-        raise _bad("sockperf_port", sockperf_port, f"a port other than iperf3's ({port})")
-    base = p.parent.resolve()
-    return PairSpec(
-        str(name), port, _end("sender", data.get("sender"), base),
-        _end("receiver", data.get("receiver"), base), str(p), sockperf_port,
-    )  # fmt: skip
+    spec = validated(PairFile, data, source=str(p), text=text, context={"base": p.parent.resolve()})
+    ends = [PairEnd(end.host, end.interface, end.address, end.key, end.known_hosts, end.via_netns)
+            for end in (spec.sender, spec.receiver)]
+    return PairSpec(spec.name or p.stem, spec.port, ends[0], ends[1], str(p), spec.sockperf_port)
 
 
 def _check_side(side: str, host: Host, end: PairEnd) -> list[str]:
