@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from nictune.api.client import ServerEvent, parse_events
+from nictune.api.client import ServerEvent, server_events
 from nictune.api.limits import StreamLimitError, StreamSlots
 from nictune.db import open_database, session_scope
 from nictune.db.auth import create_token, revoke_token
@@ -132,7 +132,7 @@ def test_stream_slots_per_token_and_overall() -> None:
 def read_events(api: TestClient, job_id: int, headers: dict[str, str] | None = None) -> list[ServerEvent]:
     with api.stream("GET", f"/v1/jobs/{job_id}/events", headers=headers) as response:
         assert response.status_code == 200, response.read()
-        return list(parse_events(response.iter_lines()))
+        return list(server_events(response))
 
 
 def test_a_stream_over_the_limit_is_429_and_an_ended_stream_frees_its_slot(make_api: AppFactory) -> None:
