@@ -218,3 +218,25 @@ def test_a_chunked_body_over_the_limit_is_413_after_authentication(make_api: App
         sized = api.post("/v1/jobs", content=b"x" * 8192, headers={"Content-Type": "application/json",
                                                                     **(headers or {})})
         assert sized.status_code == status, sized.text
+
+
+def test_a_body_over_the_limit_gets_the_error_body_naming_the_limit(make_api: AppFactory, tokens: Tokens) -> None:
+    with make_api(max_body_bytes=4096) as api:
+        job = wait_for(api, submit(api, budget=2, repeats=1)["id"])
+        answers = {
+            "sized": api.post("/v1/jobs", content=b"x" * 8192, headers={"Content-Type": "application/json"}),
+            "chunked": api.post("/v1/jobs", content=chunks(64 * 1024), headers={"Content-Type": "application/json"}),
+            # An endpoint that reads no body: still the service's error body, not Starlette's plain text.
+            "no body read": api.post(f"/v1/jobs/{job['id']}/cancel", content=b"x" * 8192),
+        }
+        unread_without_token = api.post(f"/v1/jobs/{job['id']}/cancel", content=b"x" * 8192,
+                                        headers={"Authorization": ""})
+        within = api.post(f"/v1/jobs/{job['id']}/cancel", content=b"x" * 4096)
+    for how, response in answers.items():
+        assert response.status_code == 413, (how, response.text)
+        assert response.headers["content-type"] == "application/json", how
+        body = response.json()
+        assert (body["error"], body["field"], body["allowed"]) == ("too_large", "body", "at most 4096 bytes"), how
+        assert body["message"] == "request body above 4096 bytes", how
+    assert unread_without_token.status_code == 401 and unread_without_token.json()["field"] == "Authorization"
+    assert within.status_code != 413
