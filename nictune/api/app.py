@@ -16,6 +16,7 @@ import anyio
 import anyio.to_thread
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 
 from nictune import __version__
 from nictune.api import routers
@@ -23,7 +24,7 @@ from nictune.api.cache import VersionedCache
 from nictune.api.dashboard import dashboard_router, export_router
 from nictune.api.database import DatabaseProbe, read_engine
 from nictune.api.errors import install_error_handlers
-from nictune.api.limits import BodySizeLimit, RequestLimit, StreamSlots
+from nictune.api.limits import DeclaredBodyLimit, RequestLimit, StreamSlots, on_body_too_large
 from nictune.api.manager import JobManager
 from nictune.api.metrics import make_registry
 from nictune.api.notifier import Notifier
@@ -116,6 +117,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     app.state.cache = VersionedCache()
     app.state.streams = StreamSlots(settings.max_streams_per_token, settings.max_streams)
     install_error_handlers(app)
+    app.add_exception_handler(413, on_body_too_large)  # a chunked body over max_body_bytes
     for module in (routers.jobs, routers.events, routers.history, routers.configurations, routers.spaces,
                    routers.testbeds, routers.health, routers.metrics, routers.workers):
         app.include_router(module.router)
@@ -123,5 +125,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     app.include_router(dashboard_router())
     install_docs(app)
     app.add_middleware(RequestLimit, per_token=settings.max_requests_per_token, total=settings.max_requests)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    # Outermost first: a body declared too large is answered at once; Starlette counts the others.
+    app.add_middleware(RequestBodyLimitMiddleware, max_body_size=settings.max_body_bytes)
+    app.add_middleware(DeclaredBodyLimit, max_bytes=settings.max_body_bytes)
     return app

@@ -20,13 +20,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
 from typing import Any
 
 import httpx
+from httpx_sse import EventSource, connect_sse
 
 from nictune.api.pagination import PAGE_MAX
 from nictune.errors import InvalidInputError, JobError, NictuneError
@@ -51,7 +52,12 @@ class ApiError(NictuneError):
 
 @dataclass(frozen=True)
 class ServerEvent:
-    """One server-sent event: ``trial``, ``state`` or ``end``; ``id`` is the trial number."""
+    """One server-sent event: ``trial``, ``state``, ``end`` or ``error``, its data decoded.
+
+    ``id`` is the stream's last event id when the event came, as the SSE format keeps it: a
+    trial event's own number, the last trial's before it for the other events (``None``
+    before the first trial).
+    """
 
     event: str
     data: dict[str, Any]
@@ -88,26 +94,20 @@ def _params(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def parse_events(lines: Iterable[str]) -> Iterator[ServerEvent]:
-    """Parse ``text/event-stream`` lines into events (comments and keep-alives are skipped)."""
-    event, event_id = "message", None
-    data: list[str] = []
-    for line in lines:
-        if not line:
-            if data:
-                yield ServerEvent(event, json.loads("\n".join(data)), event_id)
-            event, data, event_id = "message", [], None
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "event":
-            event = value
-        elif name == "data":
-            data.append(value)
-        elif name == "id" and value.lstrip("-").isdigit():
-            event_id = int(value)
+def server_events(response: httpx.Response) -> Iterator[ServerEvent]:
+    """The events of a ``text/event-stream`` response, parsed by httpx-sse.
+
+    Comments (keep-alives) are skipped, and so is a blank line without data: httpx-sse
+    reports one as an event once the stream has had an id, the WHATWG parser (and the
+    dashboard's) dispatches nothing.
+
+    Raises:
+        httpx_sse.SSEError: the response is not ``text/event-stream`` (an ``httpx.TransportError``).
+        ValueError: an event's data is not JSON.
+    """
+    for sse in EventSource(response).iter_sse():
+        if sse.data:
+            yield ServerEvent(sse.event, json.loads(sse.data), int(sse.id) if sse.id.isdigit() else None)
 
 
 class Client:
@@ -238,12 +238,12 @@ class Client:
         last, failures = after, 0
         while True:
             try:
-                with self._http.stream("GET", f"/v1/jobs/{job_id}/events", headers={"Last-Event-ID": str(last)},
-                                       timeout=httpx.Timeout(self._http.timeout.connect, read=None)) as response:
-                    if response.status_code >= 400:
-                        response.read()
-                        _raise_for(response)
-                    for event in parse_events(response.iter_lines()):
+                with connect_sse(self._http, "GET", f"/v1/jobs/{job_id}/events", headers={"Last-Event-ID": str(last)},
+                                 timeout=httpx.Timeout(self._http.timeout.connect, read=None)) as source:
+                    if source.response.status_code >= 400:
+                        source.response.read()
+                        _raise_for(source.response)
+                    for event in server_events(source.response):
                         failures = 0
                         if event.id is not None:
                             last = event.id

@@ -4,6 +4,14 @@ The stream reads trials from the database, so it follows jobs run by this servic
 jobs run by the CLI alike; trials of this process wake it at once, others are found by
 polling. Each trial event carries ``id: <trial number>``: a client that reconnects with
 ``Last-Event-ID`` (or ``?after=N``) gets exactly the trials it has not seen.
+
+FastAPI frames the events (:func:`fastapi.sse.format_sse_event`) and its keep-alive comment;
+the stream yields them as bytes for a :class:`fastapi.sse.EventSourceResponse`. It does not
+yield :class:`fastapi.sse.ServerSentEvent` objects from a generator endpoint: FastAPI encodes
+and sends those one by one on the event loop (500 trial events took about 110 ms of the loop
+with ``data=``, 19 ms with ``raw_data`` encoded beforehand, one chunk per event), while here a
+poll's trials are encoded in a worker thread and sent as one chunk (under 1 ms of the loop): a
+few dozen streams catching up on a long job at once must not hold every other request.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
+from fastapi.sse import KEEPALIVE_COMMENT, format_sse_event
 from sqlalchemy import select
 from sqlalchemy.engine import Engine as DbEngine
 from sqlalchemy.orm import defer
@@ -65,10 +74,10 @@ def _recommended(stored: dict[str, Any] | None) -> dict[str, Any] | None:
     return rec.model_dump() if rec is not None else None
 
 
-def format_event(event: str, data: Any, event_id: int | None = None) -> str:
-    """One SSE message."""
-    head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}event: {event}\ndata: {json.dumps(data, separators=(',', ':'), default=str)}\n\n"
+def format_event(event: str, data: Any, event_id: int | None = None) -> bytes:
+    """One SSE message: ``data`` as compact JSON, framed by FastAPI."""
+    return format_sse_event(data_str=json.dumps(data, separators=(",", ":"), default=str), event=event,
+                            id=str(event_id) if event_id is not None else None)
 
 
 class JobEventStream:
@@ -140,8 +149,8 @@ class JobEventStream:
             return _Snapshot(job.state, bool(job.stats.get(CANCEL_KEY)), trials, job.stats.get("recommendation"),
                              waiting_for, active)
 
-    def _poll_events(self) -> tuple[_Snapshot, str] | None:
-        """:meth:`_poll` and the new trials' events, one string (in a worker thread: building
+    def _poll_events(self) -> tuple[_Snapshot, bytes] | None:
+        """:meth:`_poll` and the new trials' events, one chunk (in a worker thread: building
         and encoding hundreds of events on the event loop would hold every other request)."""
         snap = self._poll()
         if snap is None:
@@ -150,7 +159,7 @@ class JobEventStream:
         for trial, config in snap.trials:
             messages.append(format_event("trial", self._trial_data(trial, config), trial.number))
             self.last = trial.number
-        return snap, "".join(messages)
+        return snap, b"".join(messages)
 
     def _trial_data(self, trial: Trial, config: Configuration) -> dict[str, Any]:
         summary = dict(trial.summary or {})
@@ -189,8 +198,9 @@ class JobEventStream:
             return not (snap.active or snap.cancel_requested)
         return False
 
-    async def __aiter__(self) -> AsyncIterator[str]:
-        """Yield SSE messages until the job ends (or ``events_max_s`` passes)."""
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        """Yield SSE messages until the job ends (or ``events_max_s`` passes); a comment line
+        (FastAPI's keep-alive) after ``events_keepalive_s`` without one."""
         wake = self.notifier.subscribe(self.job_id)
         began = last_sent = time.monotonic()
         recheck_at = began + self.settings.token_recheck_s
@@ -233,7 +243,7 @@ class JobEventStream:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), timeout=self.settings.events_poll_s)
                 if time.monotonic() - last_sent > self.settings.events_keepalive_s:
-                    yield ": keep-alive\n\n"
+                    yield KEEPALIVE_COMMENT
                     last_sent = time.monotonic()
         finally:
             self.notifier.unsubscribe(self.job_id, wake)

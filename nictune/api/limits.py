@@ -1,14 +1,21 @@
 """Limits of the service: request bodies above a size (413), open event streams (429), a token's
 requests in progress (429).
 
+Starlette's :class:`~starlette.middleware.body_limit.RequestBodyLimitMiddleware` counts the
+bytes of request bodies; this module gives its refusals the service's error body, after
+authentication.
+
 The pending jobs of a token are counted by :class:`~nictune.api.manager.JobManager`.
 """
 
 from __future__ import annotations
 
-import json
-
+from fastapi import Request
+from fastapi.responses import JSONResponse
+from sqlalchemy.engine import Engine as DbEngine
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nictune.api.auth import bearer_secret, token_of
@@ -17,23 +24,49 @@ from nictune.db.auth import hash_token
 from nictune.errors import NictuneError
 
 
-class _TooLarge(Exception):
-    pass
-
-
-#: Methods whose requests may carry a body.
-_WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-
 async def _no_body() -> Message:
     return {"type": "http.disconnect"}
 
 
-class BodySizeLimit:
-    """Refuse bodies above ``max_bytes``, by ``Content-Length`` or while reading a chunked body.
-
-    A request without a working token gets the 401 it would get anyway, not a 413: the size
+async def body_too_large(dbe: DbEngine | None, authorization: str | None, max_bytes: int) -> JSONResponse:
+    """The answer to a body above ``max_bytes``: a 413 with the error body (``field`` body,
+    ``allowed`` the limit), or the 401 a request without a working token gets anyway: the size
     of a body says nothing to a client that may not send one.
+
+    Args:
+        dbe: the database that knows the tokens (``None``: the size alone answers).
+        authorization: the request's ``Authorization`` header.
+        max_bytes: the largest body accepted.
+    """
+    if dbe is not None:
+        try:
+            await run_in_threadpool(token_of, dbe, bearer_secret(authorization))
+        except ApiError as exc:
+            return error_response(exc.status, exc.message, field=exc.field, allowed=exc.allowed, headers=exc.headers)
+        except NictuneError:  # the database cannot tell: the size alone answers
+            pass
+    return error_response(413, f"request body above {max_bytes} bytes", field="body",
+                          allowed=f"at most {max_bytes} bytes")
+
+
+async def on_body_too_large(request: Request, exc: Exception) -> JSONResponse:
+    """Exception handler for status 413: Starlette's :class:`RequestBodyLimitMiddleware` raises
+    one when the body read so far (a chunked one) passes its limit."""
+    limit = request.scope.get(MAX_BODY_SIZE_SCOPE_KEY)
+    max_bytes = limit if isinstance(limit, int) else request.app.state.settings.max_body_bytes
+    return await body_too_large(getattr(request.app.state, "db", None), request.headers.get("authorization"),
+                                max_bytes)
+
+
+class DeclaredBodyLimit:
+    """Answer a request whose ``Content-Length`` is above ``max_bytes`` at once (see
+    :func:`body_too_large`), before the application runs.
+
+    Starlette's :class:`RequestBodyLimitMiddleware`, installed inside this one, counts the
+    bytes of every body and stops a chunked one at the limit (:func:`on_body_too_large`
+    answers); but to a body declared too large it answers a plain-text 413 itself, in place of
+    whatever the application answered (a 401 too). This middleware keeps those requests from
+    reaching it.
 
     Args:
         app: the wrapped application.
@@ -45,93 +78,16 @@ class BodySizeLimit:
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Pass the request on, or answer 413."""
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        sized = False
-        for name, value in scope.get("headers", []):
-            if name == b"content-length":
-                sized = True
-                if value.isdigit() and int(value) > self.max_bytes:
-                    await self._refuse(scope, send)
-                    return
-        if not sized and scope.get("method") in _WITH_BODY:
-            await self._buffered(scope, receive, send)
-            return
-        seen = 0
-        started = False
-
-        async def limited_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise _TooLarge
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
-            if not started:
-                await self._refuse(scope, send)
-
-    async def _buffered(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A body without ``Content-Length`` (chunked): read whole, up to the limit, before the
-        application sees it. (Refusing while the application reads it does not work: FastAPI
-        turns any error while it reads a body into a 400.)"""
-        parts: list[bytes] = []
-        seen = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            body = message.get("body", b"")
-            seen += len(body)
-            if seen > self.max_bytes:
-                await self._refuse(scope, send)
-                return
-            parts.append(body)
-            if not message.get("more_body", False):
-                break
-        whole: Message | None = {"type": "http.request", "body": b"".join(parts), "more_body": False}
-
-        async def replay() -> Message:
-            nonlocal whole
-            if whole is not None:
-                message, whole = whole, None
-                return message
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-    async def _refuse(self, scope: Scope, send: Send) -> None:
-        dbe = getattr(getattr(scope.get("app"), "state", None), "db", None)
-        if dbe is not None:
-            authorization = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"authorization"),
-                                 None)
-            try:
-                await run_in_threadpool(token_of, dbe, bearer_secret(authorization))
-            except ApiError as exc:
-                response = error_response(exc.status, exc.message, field=exc.field, allowed=exc.allowed,
-                                          headers=exc.headers)
+        """Pass the request on, or answer 413 (or 401)."""
+        if scope["type"] == "http":
+            headers = Headers(scope=scope)
+            declared = headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.max_bytes:
+                dbe = getattr(getattr(scope.get("app"), "state", None), "db", None)
+                response = await body_too_large(dbe, headers.get("authorization"), self.max_bytes)
                 await response(scope, _no_body, send)
                 return
-            except NictuneError:  # the database cannot tell: the size alone answers
-                pass
-        body = json.dumps({"error": "too_large", "message": f"request body above {self.max_bytes} bytes",
-                           "field": "body", "allowed": f"at most {self.max_bytes} bytes",
-                           "problems": []}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        await self.app(scope, receive, send)
 
 
 class StreamLimitError(NictuneError):

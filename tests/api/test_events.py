@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from nictune.api.client import ServerEvent, parse_events
+from nictune.api.client import ServerEvent, server_events
 from tests.api.conftest import AppFactory
 
 from .support import submit, wait_for
@@ -15,7 +18,7 @@ def read_events(api: TestClient, job_id: int, **kwargs: object) -> list[ServerEv
     with api.stream("GET", f"/v1/jobs/{job_id}/events", **kwargs) as response:  # type: ignore[arg-type]
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
-        return list(parse_events(response.iter_lines()))
+        return list(server_events(response))
 
 
 @pytest.mark.slow
@@ -78,6 +81,39 @@ def test_streams_close_after_events_max_s(make_api: AppFactory) -> None:
     assert all(e.id is None or e.id > last for e in rest)
 
 
-def test_parse_events_handles_comments_and_multiline_data() -> None:
-    lines = [": keep-alive", "", "id: 3", "event: trial", 'data: {"a":', "data: 1}", "", "event: end", "data: {}", ""]
-    assert list(parse_events(lines)) == [ServerEvent("trial", {"a": 1}, 3), ServerEvent("end", {}, None)]
+def test_server_events_skip_comments_and_join_multiline_data() -> None:
+    body = (b": ping\n\nid: 3\nevent: trial\ndata: {\"a\":\ndata: 1}\n\n: keep-alive\n\n"
+            b"event: end\ndata: {}\n\nevent: state\ndata: {\"cut\": true}")
+    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+    # The id is the stream's last one (the SSE format keeps it), a comment after it is no event,
+    # and an event without its closing blank line is dropped.
+    assert list(server_events(response)) == [ServerEvent("trial", {"a": 1}, 3), ServerEvent("end", {}, 3)]
+
+
+def test_server_events_refuse_a_body_that_is_not_an_event_stream() -> None:
+    response = httpx.Response(200, headers={"content-type": "text/html"}, content=b"<html>proxy login</html>")
+    with pytest.raises(httpx.TransportError, match="text/event-stream"):  # a reconnect, in follow_events
+        list(server_events(response))
+
+
+def test_the_service_frames_events_as_the_sse_format_says(api: TestClient) -> None:
+    job = wait_for(api, submit(api, budget=2, repeats=1)["id"])
+    with api.stream("GET", f"/v1/jobs/{job['id']}/events") as response:
+        body = response.read().decode()
+    assert response.headers["cache-control"] == "no-cache" and response.headers["x-accel-buffering"] == "no"
+    frames = body.split("\n\n")
+    assert frames[-1] == "" and all(frames[:-1])
+    first = frames[0].split("\n")
+    assert sorted(line.partition(":")[0] for line in first) == ["data", "event", "id"]
+    assert "event: trial" in first and "id: 0" in first
+    assert json.loads(next(line for line in first if line.startswith("data: "))[6:])["number"] == 0
+    assert frames[-2].startswith("event: end\ndata: {")
+
+
+def test_an_idle_stream_sends_keep_alive_comments(make_api: AppFactory) -> None:
+    with make_api(trial_delay_s=0.3, events_keepalive_s=0.05, events_poll_s=0.02, events_max_s=0.6) as api:
+        job = submit(api, budget=50)
+        with api.stream("GET", f"/v1/jobs/{job['id']}/events") as response:
+            lines = list(response.iter_lines())
+        api.post(f"/v1/jobs/{job['id']}/cancel")
+    assert ": ping" in lines

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from nictune.api.client import ServerEvent, parse_events
+from nictune.api.client import ServerEvent, server_events
 from nictune.api.limits import StreamLimitError, StreamSlots
 from nictune.db import open_database, session_scope
 from nictune.db.auth import create_token, revoke_token
@@ -132,7 +132,7 @@ def test_stream_slots_per_token_and_overall() -> None:
 def read_events(api: TestClient, job_id: int, headers: dict[str, str] | None = None) -> list[ServerEvent]:
     with api.stream("GET", f"/v1/jobs/{job_id}/events", headers=headers) as response:
         assert response.status_code == 200, response.read()
-        return list(parse_events(response.iter_lines()))
+        return list(server_events(response))
 
 
 def test_a_stream_over_the_limit_is_429_and_an_ended_stream_frees_its_slot(make_api: AppFactory) -> None:
@@ -218,3 +218,25 @@ def test_a_chunked_body_over_the_limit_is_413_after_authentication(make_api: App
         sized = api.post("/v1/jobs", content=b"x" * 8192, headers={"Content-Type": "application/json",
                                                                     **(headers or {})})
         assert sized.status_code == status, sized.text
+
+
+def test_a_body_over_the_limit_gets_the_error_body_naming_the_limit(make_api: AppFactory, tokens: Tokens) -> None:
+    with make_api(max_body_bytes=4096) as api:
+        job = wait_for(api, submit(api, budget=2, repeats=1)["id"])
+        answers = {
+            "sized": api.post("/v1/jobs", content=b"x" * 8192, headers={"Content-Type": "application/json"}),
+            "chunked": api.post("/v1/jobs", content=chunks(64 * 1024), headers={"Content-Type": "application/json"}),
+            # An endpoint that reads no body: still the service's error body, not Starlette's plain text.
+            "no body read": api.post(f"/v1/jobs/{job['id']}/cancel", content=b"x" * 8192),
+        }
+        unread_without_token = api.post(f"/v1/jobs/{job['id']}/cancel", content=b"x" * 8192,
+                                        headers={"Authorization": ""})
+        within = api.post(f"/v1/jobs/{job['id']}/cancel", content=b"x" * 4096)
+    for how, response in answers.items():
+        assert response.status_code == 413, (how, response.text)
+        assert response.headers["content-type"] == "application/json", how
+        body = response.json()
+        assert (body["error"], body["field"], body["allowed"]) == ("too_large", "body", "at most 4096 bytes"), how
+        assert body["message"] == "request body above 4096 bytes", how
+    assert unread_without_token.status_code == 401 and unread_without_token.json()["field"] == "Authorization"
+    assert within.status_code != 413

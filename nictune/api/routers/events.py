@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from fastapi.sse import EventSourceResponse
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
@@ -55,10 +56,12 @@ EVENT_SCHEMA: dict[str, Any] = {
     },
 }
 
-_EXAMPLE = ('id: 0\nevent: trial\ndata: {"job_id":12,"number":0,"budget":60,"state":"completed",'
-            '"source":"measured","metrics":{"throughput_gbps":21.4},"best":{"number":0},"simulated":true}\n\n')
+_EXAMPLE = ('event: trial\ndata: {"job_id":12,"number":0,"budget":60,"state":"completed",'
+            '"source":"measured","metrics":{"throughput_gbps":21.4},"best":{"number":0},"simulated":true}\nid: 0\n\n')
 
 
+# Not response_class=EventSourceResponse: FastAPI then expects a generator endpoint and encodes
+# each event on the event loop (see nictune.api.events); this one returns the response itself.
 @router.get("/{job_id}/events", response_class=StreamingResponse, description=_DESCRIPTION,
             responses={200: {"description": "Server-sent events until the job ends.",
                              "content": {"text/event-stream": {"schema": EVENT_SCHEMA, "example": _EXAMPLE}}},
@@ -69,7 +72,7 @@ async def job_events(
                                                 description="Last trial number received.")] = None,
     after: Annotated[int | None, Query(ge=-1, le=2**31 - 1,
                                        description="Send trials after this number (overrides Last-Event-ID).")] = None,
-) -> StreamingResponse:
+) -> EventSourceResponse:
     """Follow a job: server-sent events of trial completions and state changes."""
     dbe = get_db(request)
 
@@ -87,7 +90,7 @@ async def job_events(
     stream = JobEventStream(dbe, get_manager(request), get_notifier(request), get_settings(request), job_id, start,
                             token_id=token.id, limiter=request.app.state.stream_threads)
 
-    async def events() -> AsyncIterator[str]:
+    async def events() -> AsyncIterator[bytes]:
         try:
             async for message in stream:
                 yield message
@@ -95,8 +98,8 @@ async def job_events(
             slot.release()
 
     # The background task frees the slot too when the body never started (release is idempotent).
-    return StreamingResponse(events(), media_type="text/event-stream", background=BackgroundTask(slot.release),
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return EventSourceResponse(events(), background=BackgroundTask(slot.release),
+                               headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
 
