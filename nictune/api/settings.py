@@ -48,8 +48,6 @@ class ApiSettings(BaseSettings):
             ``None``: two per CPU, between 2 and 8.
         token_recheck_s: how often an open event stream checks that its token still works
             (it ends when the token is revoked or expires).
-        trial_delay_s: pause after every new trial (tests use it to slow a simulated job
-            down deterministically; 0 in production).
         resume_jobs: resume the service's unfinished jobs at start.
         events_poll_s: how often an event stream looks for trials written by another
             process (trials of this process wake it at once).
@@ -84,7 +82,6 @@ class ApiSettings(BaseSettings):
     max_requests: int = Field(default=64, ge=1)
     request_threads: int | None = Field(default=None, ge=2, le=200)
     token_recheck_s: float = Field(default=5.0, gt=0.0)
-    trial_delay_s: float = Field(default=0.0, ge=0.0)
     resume_jobs: bool = True
     events_poll_s: float = Field(default=1.0, gt=0.0)
     events_keepalive_s: float = Field(default=15.0, gt=0.0)

@@ -20,7 +20,7 @@ def read_events(api: TestClient, job_id: int, **kwargs: object) -> list[ServerEv
 
 @pytest.mark.slow
 def test_follow_a_running_job_to_its_end(make_api: AppFactory) -> None:
-    with make_api(trial_delay_s=0.01) as api:
+    with make_api(pace_s=0.01) as api:
         job = submit(api, budget=15)
         events = read_events(api, job["id"])
         final = api.get(f"/v1/jobs/{job['id']}").json()
@@ -55,7 +55,7 @@ def test_reconnecting_with_last_event_id_sends_only_what_was_missed(api: TestCli
 
 @pytest.mark.slow
 def test_a_cancelled_job_ends_its_stream(make_api: AppFactory) -> None:
-    with make_api(trial_delay_s=0.05) as api:
+    with make_api(pace_s=0.05) as api:
         job = submit(api, budget=100)
         wait_for(api, job["id"], done=2)
         assert api.post(f"/v1/jobs/{job['id']}/cancel").status_code == 202
@@ -66,7 +66,7 @@ def test_a_cancelled_job_ends_its_stream(make_api: AppFactory) -> None:
 
 @pytest.mark.slow
 def test_streams_close_after_events_max_s(make_api: AppFactory) -> None:
-    with make_api(trial_delay_s=0.2, events_max_s=0.3, events_poll_s=0.05) as api:
+    with make_api(pace_s=0.2, events_max_s=0.3, events_poll_s=0.05) as api:
         job = submit(api, budget=50)
         events = read_events(api, job["id"])
         assert events and events[-1].event != "end"
