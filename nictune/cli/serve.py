@@ -151,10 +151,12 @@ def serve(
                                        help="How much to log."),
     executor: str | None = typer.Option(None, "--executor", help="local (measure in this process) or celery "
                                  "(jobs on pool:NAME go to that pool's `nictune worker` processes); default local."),
-    broker: str | None = typer.Option(None, "--broker", metavar="URL", envvar="NICTUNE_BROKER_URL",
-                                      help="Celery broker for --executor celery (default: the local Redis)."),
-    result_backend: str | None = typer.Option(None, "--result-backend", metavar="URL", envvar="NICTUNE_RESULT_BACKEND",
-                                              help="Redis for results and the worker registry (default: the broker)."),
+    broker: str | None = typer.Option(None, "--broker", metavar="URL",
+                                      help="Celery broker for --executor celery (default: $NICTUNE_BROKER_URL, else "
+                                           "the local Redis)."),
+    result_backend: str | None = typer.Option(None, "--result-backend", metavar="URL",
+                                              help="Redis for results and the worker registry (default: "
+                                                   "$NICTUNE_RESULT_BACKEND, else the broker)."),
     metrics_public: bool = typer.Option(False, "--metrics-public",
                                         help="Serve /metrics without a token (a Prometheus scrape carries none); "
                                              "it holds counts and seconds, no job content."),
