@@ -3,8 +3,9 @@
 Usage: .venv/bin/python bench/api_flood.py [--seconds 10] [--streams 50] [--pages 100] [--tokens 10]
 
 Starts the real server (uvicorn, 127.0.0.1 only) on a fresh SQLite database, submits one
-simulated job slowed down to keep running (``--trial-delay``, ``NICTUNE_API_TRIAL_DELAY_S``; figures of the
-simulated testbed: a model, not hardware), waits until it has some trials, then probes
+simulated job slowed down to keep running (``--trial-delay``: the server is started through
+the test helper :mod:`tests.api.pacing`; figures of the simulated testbed: a model, not
+hardware), waits until it has some trials, then probes
 ``GET /healthz`` and ``GET /v1/jobs/{id}`` ten times a second from a client of their own
 (created before any timing) through three phases of ``--seconds`` each:
 
@@ -159,8 +160,7 @@ def main() -> None:
             _, submit = create_token(s, "bench", "submit")
             readers = [create_token(s, f"reader{i}", "read")[1] for i in range(args.tokens)]
         engine.dispose()
-        env = {"NICTUNE_API_TRIAL_DELAY_S": str(args.trial_delay)}
-        with running_server(url, Path(folder) / "server.log", env=env, timeout=60) as server:
+        with running_server(url, Path(folder) / "server.log", pace_s=args.trial_delay, timeout=60) as server:
             with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {submit}"}, timeout=30) as http:
                 job = http.post("/v1/jobs", json={"testbed": "sim:benson-40g", "budget": 10_000, "repeats": 1,
                                                   "engine": "random"})

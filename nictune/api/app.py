@@ -25,7 +25,7 @@ from nictune.api.dashboard import dashboard_router, export_router
 from nictune.api.database import DatabaseProbe, read_engine
 from nictune.api.errors import install_error_handlers
 from nictune.api.limits import DeclaredBodyLimit, RequestLimit, StreamSlots, on_body_too_large
-from nictune.api.manager import JobManager
+from nictune.api.manager import JobManager, TrialHook
 from nictune.api.metrics import make_registry
 from nictune.api.notifier import Notifier
 from nictune.api.settings import ApiSettings
@@ -68,11 +68,13 @@ def install_docs(app: FastAPI) -> None:
                                    swagger_favicon_url="/static/favicon.svg")
 
 
-def create_app(settings: ApiSettings | None = None) -> FastAPI:
+def create_app(settings: ApiSettings | None = None, *, trial_hook: TrialHook | None = None) -> FastAPI:
     """Build the REST service.
 
     Args:
         settings: how to run; read from the environment when ``None``.
+        trial_hook: called after every new trial of the service's jobs
+            (:data:`~nictune.api.manager.TrialHook`; tests pace simulated jobs with it).
 
     Returns:
         The FastAPI application. Its database is opened (and migrated) when it starts.
@@ -91,7 +93,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         # SciPy's Student t (the rankings' intervals) loads in ~0.4 s: at the start, not in a request.
         await run_in_threadpool(t_quantile, 0.9, 2.0)
         reader = read_engine(settings.database_url())
-        manager = JobManager(dbe, settings, notifier)
+        manager = JobManager(dbe, settings, notifier, trial_hook=trial_hook)
         app.state.db = reader  # every endpoint reads; writes go through the manager
         app.state.db_probe = probe = DatabaseProbe(reader)
         app.state.manager = manager

@@ -18,7 +18,6 @@ else (401, 403, 5xx, an unreachable server) an :class:`ApiError`.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,8 +30,9 @@ from httpx_sse import EventSource, connect_sse
 
 from nictune.api.pagination import PAGE_MAX
 from nictune.errors import InvalidInputError, JobError, NictuneError
+from nictune.settings import CliSettings
 
-#: Environment variable holding the token when none is passed.
+#: Environment variable holding the token when none is passed (``CliSettings.token``).
 TOKEN_ENV = "NICTUNE_TOKEN"
 
 
@@ -125,7 +125,7 @@ class Client:
         if not server.startswith(("http://", "https://")):
             raise InvalidInputError(f"--server {server!r}: expected the service's URL, e.g. http://127.0.0.1:8080",
                                     field="server", allowed="http://HOST:PORT or https://HOST:PORT")
-        token = token if token is not None else os.environ.get(TOKEN_ENV)
+        token = token if token is not None else CliSettings().token
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.server = server.rstrip("/")
         self._http = httpx.Client(base_url=self.server, headers=headers, timeout=timeout, transport=transport)

@@ -27,6 +27,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
@@ -48,6 +49,11 @@ FINAL_STATES = frozenset({"completed", "failed", "cancelled"})
 #: A job in one of these states counts against its token's ``max_pending_jobs``.
 PENDING_STATES = ("pending", "running", "waiting")
 _RESUMABLE = ("pending", "running", "waiting", "interrupted")
+
+#: Called by the job's thread after each new trial (not one replayed on resume), with the
+#: trial and the job's stop event: what waits should wait on that event, so a cancel or a
+#: shutdown stays prompt. Tests pace simulated jobs with one (``stop.wait(0.05)``).
+TrialHook = Callable[[TrialEvent, threading.Event], None]
 
 
 class TooManyPendingJobs(NictuneError):
@@ -80,14 +86,17 @@ class JobManager:
 
     Args:
         dbe: the database engine.
-        settings: the service settings (``trial_delay_s``, ``shutdown_grace_s``).
+        settings: the service settings (``max_pending_jobs``, ``shutdown_grace_s`` ...).
         notifier: told about every trial and state change.
+        trial_hook: called after every new trial of every job (:data:`TrialHook`).
     """
 
-    def __init__(self, dbe: DbEngine, settings: ApiSettings, notifier: Notifier):
+    def __init__(self, dbe: DbEngine, settings: ApiSettings, notifier: Notifier, *,
+                 trial_hook: TrialHook | None = None):
         self.dbe = dbe
         self.settings = settings
         self.notifier = notifier
+        self.trial_hook = trial_hook
         self._cond = threading.Condition()
         self._lanes: dict[str, _Lane] = {}
         self._stops: dict[int, threading.Event] = {}
@@ -358,9 +367,8 @@ class JobManager:
     def _on_trial(self, event: TrialEvent, stop: threading.Event, lines: LineContext) -> None:
         self.notifier.notify(event.job_id)
         log_trial(event, lines)
-        if self.settings.trial_delay_s > 0 and event.source != "replayed":
-            # Test-only pacing; waiting on `stop` keeps cancel and shutdown prompt.
-            stop.wait(self.settings.trial_delay_s)
+        if self.trial_hook is not None and event.source != "replayed":
+            self.trial_hook(event, stop)
 
     def _mark_cancelled(self, job_id: int, cancelled_by: str | None = None) -> None:
         with db.session_scope(self.dbe) as s:

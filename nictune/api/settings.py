@@ -1,9 +1,11 @@
 """Settings of the REST service: one pydantic-settings class, read from the environment.
 
-Every field can be set as ``NICTUNE_API_<FIELD>`` (``NICTUNE_API_PORT=9000``) or passed to
-:class:`ApiSettings` directly (``nictune serve`` does that with its options). The database
-defaults to the CLI's (``$NICTUNE_DB`` or the per-user file), so a job started from either
-is visible from both.
+Every field of its own can be set as ``NICTUNE_API_<FIELD>`` (``NICTUNE_API_PORT=9000``) or
+passed to :class:`ApiSettings` directly (``nictune serve`` does that with its options). It
+builds on :class:`~nictune.settings.CommonSettings`, whose fields keep their names
+(``NICTUNE_DB``, ``NICTUNE_LOCK_DIR``, ``NICTUNE_STATE_DIR``): the database defaults to the
+CLI's (``$NICTUNE_DB`` or the per-user file), so a job started from either is visible from
+both.
 """
 
 from __future__ import annotations
@@ -12,21 +14,26 @@ import os
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from nictune.db import default_url
+from nictune.settings import CommonSettings
 
 if TYPE_CHECKING:
     from nictune.executors.celery_app import CelerySettings
 
 
-class ApiSettings(BaseSettings):
+class ApiSettings(CommonSettings):
     """How the service listens, where it keeps its history and how it runs jobs.
+
+    It also has the fields every process reads (``db``, ``lock_dir``, ``state_dir``:
+    :class:`~nictune.settings.CommonSettings`), under their own names (``NICTUNE_DB`` ...).
 
     Attributes:
         host: address to bind; loopback unless the operator says otherwise.
         port: TCP port.
-        db_url: SQLAlchemy URL of the history; ``None`` means the CLI's default database.
+        db_url: SQLAlchemy URL of the history; ``None`` means the CLI's default database
+            (``db``, i.e. ``$NICTUNE_DB``, or the per-user file).
         testbeds: non-simulated testbeds clients may submit jobs to (``veth``, pair YAML
             files). Simulated testbeds are always allowed; nothing else is, so a client can
             never make the service open a file or a host it names.
@@ -48,8 +55,6 @@ class ApiSettings(BaseSettings):
             ``None``: two per CPU, between 2 and 8.
         token_recheck_s: how often an open event stream checks that its token still works
             (it ends when the token is revoked or expires).
-        trial_delay_s: pause after every new trial (tests use it to slow a simulated job
-            down deterministically; 0 in production).
         resume_jobs: resume the service's unfinished jobs at start.
         events_poll_s: how often an event stream looks for trials written by another
             process (trials of this process wake it at once).
@@ -69,7 +74,7 @@ class ApiSettings(BaseSettings):
             ``$NICTUNE_RESULT_BACKEND`` or the broker.
     """
 
-    model_config = SettingsConfigDict(env_prefix="NICTUNE_API_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="NICTUNE_API_")
 
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=1, le=65535)
@@ -84,7 +89,6 @@ class ApiSettings(BaseSettings):
     max_requests: int = Field(default=64, ge=1)
     request_threads: int | None = Field(default=None, ge=2, le=200)
     token_recheck_s: float = Field(default=5.0, gt=0.0)
-    trial_delay_s: float = Field(default=0.0, ge=0.0)
     resume_jobs: bool = True
     events_poll_s: float = Field(default=1.0, gt=0.0)
     events_keepalive_s: float = Field(default=15.0, gt=0.0)
@@ -109,5 +113,5 @@ class ApiSettings(BaseSettings):
         return self.request_threads or max(2, min(8, 2 * (os.cpu_count() or 1)))
 
     def database_url(self) -> str:
-        """The database to use: ``db_url`` or the CLI's default."""
-        return self.db_url or default_url()
+        """The database to use: ``db_url`` or the CLI's default (``db``, else the per-user file)."""
+        return self.db_url or default_url(self)

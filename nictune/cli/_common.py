@@ -6,7 +6,7 @@ import json
 import os
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -17,6 +17,7 @@ from rich.text import Text
 from nictune.errors import InvalidInputError
 from nictune.formatting import format_number
 from nictune.measure import METRICS, Testbed
+from nictune.settings import CliSettings
 
 # No console markup: what nictune prints holds user input, host output and error texts, where
 # "[/etc]" or "[bold]" are text (as markup, one was dropped and the other crashed the CLI).
@@ -29,6 +30,19 @@ err_console = Console(stderr=True, markup=False)
 #: step (it is not: a pipe, a CI log, systemd), nothing (``--quiet``), or nothing but one JSON
 #: document at the end (``--json``).
 OutputMode = Literal["live", "lines", "quiet", "json"]
+
+
+def from_settings(field: str) -> Callable[[str | None], str | None]:
+    """The callback of an option the environment can set: the value given on the command
+    line, else :class:`~nictune.settings.CliSettings`' ``field`` (``server`` is
+    ``$NICTUNE_SERVER``), read when the command runs. The option keeps its parameter source
+    (default, not command line: :func:`on_command_line` still tells them apart)."""
+
+    def fill(value: str | None) -> str | None:
+        return value if value is not None else getattr(CliSettings(), field)
+
+    return fill
+
 
 QUIET_OPTION = typer.Option(False, "--quiet", "-q", help="Print only the result: no progress display or lines.")
 

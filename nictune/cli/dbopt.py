@@ -6,10 +6,11 @@ import typer
 from sqlalchemy.engine import Engine, make_url
 
 from nictune import db
+from nictune.cli._common import from_settings
 from nictune.errors import DatabaseUrlError, InvalidInputError, StorageError
 
 DB_OPTION = typer.Option(
-    None, "--db", metavar="URL", envvar="NICTUNE_DB",
+    None, "--db", metavar="URL", callback=from_settings("db"),
     help="Database URL (sqlite:///path, postgresql+psycopg://...) or a SQLite file's path; default: "
          "$NICTUNE_DB, else a SQLite file in the user data directory.",
 )

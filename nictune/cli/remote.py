@@ -14,6 +14,7 @@ from nictune.cli._common import (
     console,
     err_console,
     fmt,
+    from_settings,
     plain_line,
     print_error,
     print_json,
@@ -28,10 +29,11 @@ from nictune.search_spaces import Configuration, SearchSpace, builtin_names, loa
 if TYPE_CHECKING:
     from nictune.api.client import Client
 
-SERVER_OPTION = typer.Option(None, "--server", metavar="URL", envvar="NICTUNE_SERVER",
+SERVER_OPTION = typer.Option(None, "--server", metavar="URL", callback=from_settings("server"),
                              help="Use a running nictune service (e.g. http://127.0.0.1:8080) instead of "
-                                  "the local database.")
-TOKEN_OPTION = typer.Option(None, "--token", envvar="NICTUNE_TOKEN", help="Bearer token for --server.")
+                                  "the local database; default: $NICTUNE_SERVER.")
+TOKEN_OPTION = typer.Option(None, "--token", callback=from_settings("token"),
+                            help="Bearer token for --server; default: $NICTUNE_TOKEN.")
 
 
 def optimize_remote(server: str, token: str | None, fields: dict[str, Any], mode: OutputMode) -> None:

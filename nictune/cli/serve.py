@@ -17,7 +17,7 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from nictune.cli._common import LogLevel, err_console
+from nictune.cli._common import LogLevel, err_console, on_command_line
 
 
 def _is_loopback(host: str) -> bool:
@@ -140,6 +140,7 @@ def _banner(settings: Any) -> str:
 
 
 def serve(
+    ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
     port: int = typer.Option(8080, "--port", min=1, max=65535, help="TCP port."),
     db: str | None = typer.Option(None, "--db", help="Database URL or a SQLite file's path (default: $NICTUNE_DB "
@@ -151,10 +152,12 @@ def serve(
                                        help="How much to log."),
     executor: str | None = typer.Option(None, "--executor", help="local (measure in this process) or celery "
                                  "(jobs on pool:NAME go to that pool's `nictune worker` processes); default local."),
-    broker: str | None = typer.Option(None, "--broker", metavar="URL", envvar="NICTUNE_BROKER_URL",
-                                      help="Celery broker for --executor celery (default: the local Redis)."),
-    result_backend: str | None = typer.Option(None, "--result-backend", metavar="URL", envvar="NICTUNE_RESULT_BACKEND",
-                                              help="Redis for results and the worker registry (default: the broker)."),
+    broker: str | None = typer.Option(None, "--broker", metavar="URL",
+                                      help="Celery broker for --executor celery (default: $NICTUNE_BROKER_URL, else "
+                                           "the local Redis)."),
+    result_backend: str | None = typer.Option(None, "--result-backend", metavar="URL",
+                                              help="Redis for results and the worker registry (default: "
+                                                   "$NICTUNE_RESULT_BACKEND, else the broker)."),
     metrics_public: bool = typer.Option(False, "--metrics-public",
                                         help="Serve /metrics without a token (a Prometheus scrape carries none); "
                                              "it holds counts and seconds, no job content."),
@@ -181,7 +184,10 @@ def serve(
     from nictune.api import ApiSettings, create_app
     from nictune.db import resolve_url
 
-    overrides: dict[str, object] = {"host": host, "port": port, "metrics_public": metrics_public}
+    # Given on the command line they win; else NICTUNE_API_HOST ... (ApiSettings), else the
+    # options' defaults, which are the settings' defaults.
+    overrides: dict[str, object] = {name: value for name, value in (
+        ("host", host), ("port", port), ("metrics_public", metrics_public)) if on_command_line(ctx, name)}
     overrides |= {k: v for k, v in (("max_pending_jobs", max_pending_jobs),
                                     ("max_requests_per_token", max_requests_per_token), ("max_requests", max_requests),
                                     ("max_streams_per_token", max_streams_per_token), ("max_streams", max_streams),

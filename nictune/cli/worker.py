@@ -12,10 +12,13 @@ from nictune.cli._common import LogLevel, console, on_command_line, print_json
 from nictune.cli.remote import SERVER_OPTION, TOKEN_OPTION
 from nictune.errors import InvalidInputError
 
-BROKER_OPTION = typer.Option(None, "--broker", metavar="URL", envvar="NICTUNE_BROKER_URL",
-                             help="Celery broker: redis://HOST:6379/0 (default) or amqp://USER:PASS@HOST:5672//.")
-BACKEND_OPTION = typer.Option(None, "--result-backend", metavar="URL", envvar="NICTUNE_RESULT_BACKEND",
-                              help="Redis for results and the worker registry (default: the broker when it is Redis).")
+# Left out, they are the worker settings' (CelerySettings: $NICTUNE_BROKER_URL, $NICTUNE_RESULT_BACKEND).
+BROKER_OPTION = typer.Option(None, "--broker", metavar="URL",
+                             help="Celery broker: redis://HOST:6379/0 or amqp://USER:PASS@HOST:5672//; "
+                                  "default: $NICTUNE_BROKER_URL, else the local Redis.")
+BACKEND_OPTION = typer.Option(None, "--result-backend", metavar="URL",
+                              help="Redis for results and the worker registry; default: $NICTUNE_RESULT_BACKEND, "
+                                   "else the broker when it is Redis.")
 
 
 def _celery_settings(broker: str | None, backend: str | None) -> Any:

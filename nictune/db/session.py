@@ -23,25 +23,30 @@ from sqlalchemy.orm import Session
 
 from nictune.db._errors import describe
 from nictune.errors import DatabaseUrlError, StorageError
+from nictune.settings import CommonSettings
 
 ENV_VAR = "NICTUNE_DB"
-"""Environment variable that overrides :func:`default_url` (a URL or a file path)."""
+"""Environment variable that overrides :func:`default_url` (a URL or a file path): the
+``db`` field of :class:`~nictune.settings.CommonSettings`."""
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 """How long a SQLite connection waits for another writer before giving up."""
 
 
-def default_url() -> str:
+def default_url(settings: CommonSettings | None = None) -> str:
     """Return the database URL to use when none is given.
 
-    ``$NICTUNE_DB`` wins: a value containing ``://`` is used as a SQLAlchemy URL, any
-    other value as the path of a SQLite file. Otherwise the database is
+    ``settings.db`` (``$NICTUNE_DB``) wins: a value containing ``://`` is used as a
+    SQLAlchemy URL, any other value as the path of a SQLite file. Otherwise the database is
     ``nictune.db`` in the per-user data directory (``platformdirs.user_data_dir``).
+
+    Args:
+        settings: the process's settings; read from the environment now when ``None``.
 
     Returns:
         A SQLAlchemy URL string.
     """
-    override = os.environ.get(ENV_VAR, "").strip()
+    override = ((settings if settings is not None else CommonSettings()).db or "").strip()
     if override:
         return str(resolve_url(override))
     return f"sqlite:///{Path(platformdirs.user_data_dir('nictune')) / 'nictune.db'}"

@@ -2,8 +2,10 @@
 
 One queue per testbed pool (``nictune.pool.NAME``): a worker consumes only its pool's
 queue, so a measurement goes to a testbed of the pool the job named. Tasks and results
-are JSON (never pickle). The settings come from the environment (``NICTUNE_BROKER_URL``,
-``NICTUNE_RESULT_BACKEND`` ...) or are passed by ``nictune serve`` / ``nictune worker``.
+are JSON (never pickle). The settings (:class:`CelerySettings`, what a worker process reads,
+built on :class:`~nictune.settings.CommonSettings`) come from the environment
+(``NICTUNE_BROKER_URL``, ``NICTUNE_RESULT_BACKEND`` ...) or are passed by ``nictune serve`` /
+``nictune worker``.
 
 Delivery guarantees: a worker acknowledges a task only after the trial returned (its
 restore done: ``task_acks_late``), prefetches nothing (``worker_prefetch_multiplier=1``)
@@ -19,9 +21,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nictune.errors import InvalidInputError
+from nictune.settings import CommonSettings
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -40,8 +42,12 @@ def hide_password(url: str) -> str:
     return str(maybe_sanitize_url(url))
 
 
-class CelerySettings(BaseSettings):
-    """Where the broker and the result backend are, and how redelivery behaves.
+class CelerySettings(CommonSettings):
+    """Where the broker and the result backend are, and how redelivery behaves: the settings
+    of a worker process (and of the service's Celery executor), ``NICTUNE_<FIELD>``.
+
+    It also has the fields every process reads (``db``, ``lock_dir``, ``state_dir``:
+    :class:`~nictune.settings.CommonSettings`).
 
     Attributes:
         broker_url: ``redis://HOST:6379/0`` (default) or ``amqp://USER:PASS@HOST:5672//``.
@@ -56,8 +62,6 @@ class CelerySettings(BaseSettings):
         heartbeat_s: how often a worker refreshes its registry entry; it is considered
             gone after three missed beats.
     """
-
-    model_config = SettingsConfigDict(env_prefix="NICTUNE_", extra="ignore")
 
     broker_url: str = "redis://127.0.0.1:6379/0"
     result_backend: str | None = None

@@ -25,6 +25,7 @@ from nictune.errors import InvalidInputError, NictuneError, RestoreError
 from nictune.measure.appliers import applier_for
 from nictune.measure.hosts import host_from_spec
 from nictune.search_spaces import Family
+from nictune.settings import CommonSettings
 
 VERSION = 1
 
@@ -42,8 +43,8 @@ def register_cleanup(kind: str, cleanup: Callable[[dict[str, Any]], str]) -> Non
 
 def state_dir() -> Path:
     """Where journals live: ``$NICTUNE_STATE_DIR`` or the platform's user state dir."""
-    env = os.environ.get("NICTUNE_STATE_DIR")
-    base = Path(env) if env else Path(platformdirs.user_state_dir("nictune"))
+    configured = CommonSettings().state_dir
+    base = configured if configured is not None else Path(platformdirs.user_state_dir("nictune"))
     return base / "journal"
 
 

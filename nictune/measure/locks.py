@@ -34,6 +34,7 @@ from pathlib import Path
 
 from nictune.measure.hosts import Host, NetnsHost, is_global_sysctl
 from nictune.search_spaces import Family, Setting
+from nictune.settings import CommonSettings
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,9 @@ MACHINE_FAMILIES = frozenset({Family.CPU_GOVERNOR, Family.MODULE_PARAM, Family.I
 
 def lock_dir() -> Path:
     """Where machine locks live: ``$NICTUNE_LOCK_DIR``, else ``/run/lock``, else the temp dir."""
-    env = os.environ.get("NICTUNE_LOCK_DIR")
-    if env:
-        return Path(env)
+    configured = CommonSettings().lock_dir
+    if configured is not None:
+        return configured
     return Path("/run/lock") if os.access("/run/lock", os.W_OK) else Path(tempfile.gettempdir())
 
 

@@ -20,8 +20,10 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 from nictune.api import ApiSettings, create_app
+from nictune.api.manager import TrialHook
 from nictune.db import open_database, session_scope
 from nictune.db.auth import create_token, revoke_token
+from tests.api.pacing import pace
 from tests.conftest import _fresh_pg_schema
 
 
@@ -62,12 +64,16 @@ AppFactory = Callable[..., AbstractContextManager[TestClient]]
 
 @pytest.fixture
 def make_api(db_url: str, tokens: Tokens) -> AppFactory:
-    """Start the app (lifespan included) with settings overrides; yields a TestClient."""
+    """Start the app (lifespan included) with settings overrides; yields a TestClient.
+    ``pace_s``: its jobs wait that long after every new trial (test-only: :func:`tests.api.pacing.pace`);
+    ``trial_hook``: another hook for ``create_app``."""
 
     @contextmanager
-    def start(**overrides: Any) -> Iterator[TestClient]:
+    def start(*, pace_s: float | None = None, trial_hook: TrialHook | None = None,
+              **overrides: Any) -> Iterator[TestClient]:
         settings = ApiSettings(db_url=db_url, **overrides)
-        with TestClient(create_app(settings), headers=tokens.headers("submit")) as client:
+        hook = pace(pace_s) if pace_s is not None else trial_hook
+        with TestClient(create_app(settings, trial_hook=hook), headers=tokens.headers("submit")) as client:
             yield client
 
     return start

@@ -16,6 +16,8 @@ import httpx
 
 from tests.processes import ChildProcess
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
@@ -49,15 +51,20 @@ def _wait_healthy(server: Server, timeout: float) -> None:
 
 @contextmanager
 def running_server(db_url: str, log: Path, *, port: int | None = None, env: dict[str, str] | None = None,
-                   timeout: float = 30.0, args: list[str] | None = None) -> Iterator[Server]:
+                   timeout: float = 30.0, args: list[str] | None = None,
+                   pace_s: float | None = None) -> Iterator[Server]:
     """Start ``nictune serve`` on 127.0.0.1 (with more of its options in ``args``) and stop it
-    (SIGTERM, then SIGKILL) at the end."""
+    (SIGTERM, then SIGKILL) at the end. ``pace_s``: its jobs wait that long after every new
+    trial (test-only, :mod:`tests.api.pacing`), so a simulated job keeps running a while."""
     port = port or free_port()
-    command = [sys.executable, "-m", "nictune.cli.serve", "--host", "127.0.0.1", "--port", str(port),
+    entry = ["nictune.cli.serve"] if pace_s is None else ["tests.api.pacing", str(pace_s)]
+    command = [sys.executable, "-m", *entry, "--host", "127.0.0.1", "--port", str(port),
                "--db", db_url, "--log-level", "warning", *(args or [])]
+    child_env = os.environ | (env or {})
+    if pace_s is not None:  # tests.api.pacing is imported from the repository
+        child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), child_env.get("PYTHONPATH")]))
     with log.open("ab") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                   env=os.environ | (env or {}))
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=child_env)
     server = Server(f"http://127.0.0.1:{port}", process, log)
     try:
         _wait_healthy(server, timeout)

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -100,3 +101,21 @@ def test_serve_startup_failures_are_one_line_before_anything_listens(tmp_path: P
     assert pool.returncode == 2 and "Traceback" not in pool.stderr
     assert pool.stderr.startswith("error: --allow-testbed pool:lab: a pool's jobs go to its workers, which only "
                                   "--executor celery reaches"), pool.stderr
+
+
+def test_serve_takes_host_port_and_metrics_from_the_environment_unless_given(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """NICTUNE_API_PORT ... apply under `nictune serve` too (its options' defaults used to be
+    passed as if given, so the variables were ignored); an option given wins."""
+    from nictune.cli.main import main
+
+    started: list[Any] = []
+    monkeypatch.setattr(serve_cli, "_check_listen", lambda host, port: None)
+    monkeypatch.setattr(serve_cli, "_run", lambda app, host, port, *rest: started.append(app.state.settings))
+    monkeypatch.setenv("NICTUNE_API_PORT", "9123")
+    monkeypatch.setenv("NICTUNE_API_METRICS_PUBLIC", "true")
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    assert main(["serve", "--db", db]) == 0
+    assert main(["serve", "--db", db, "--port", "9200", "--host", "::1"]) == 0
+    assert [(s.host, s.port, s.metrics_public) for s in started] == [("127.0.0.1", 9123, True), ("::1", 9200, True)]
+    assert "dashboard http://127.0.0.1:9123/" in capsys.readouterr().err

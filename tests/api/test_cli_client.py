@@ -170,7 +170,7 @@ def test_ctrl_c_stops_following_a_server_job_and_says_it_goes_on(db_url: str, tm
     from nictune.api.client import Client
 
     token = cli_token(db_url, "submit", "cli")
-    with running_server(db_url, tmp_path / "server.log", env={"NICTUNE_API_TRIAL_DELAY_S": "0.2"}) as server, \
+    with running_server(db_url, tmp_path / "server.log", pace_s=0.2) as server, \
             Client(server.url, token) as api:
         follower = subprocess.Popen(
             [sys.executable, "-m", "nictune", "optimize", "--objective", "throughput", "--budget", "300",
@@ -213,7 +213,7 @@ def test_optimize_server_in_a_pipe_prints_each_trial_as_it_ends(db_url: str, tmp
 
     token = cli_token(db_url, "submit", "cli")
     env = {**os.environ, "NICTUNE_DB": "sqlite:////nonexistent/not-used.db", "COLUMNS": "100"}
-    with running_server(db_url, tmp_path / "server.log", env={"NICTUNE_API_TRIAL_DELAY_S": "0.3"}) as server, \
+    with running_server(db_url, tmp_path / "server.log", pace_s=0.3) as server, \
             Client(server.url, token) as api:
         follower = subprocess.Popen(
             [sys.executable, "-m", "nictune", "optimize", "-o", "throughput", "-b", "8", "--seed", "3",

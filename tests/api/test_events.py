@@ -23,7 +23,7 @@ def read_events(api: TestClient, job_id: int, **kwargs: object) -> list[ServerEv
 
 @pytest.mark.slow
 def test_follow_a_running_job_to_its_end(make_api: AppFactory) -> None:
-    with make_api(trial_delay_s=0.01) as api:
+    with make_api(pace_s=0.01) as api:
         job = submit(api, budget=15)
         events = read_events(api, job["id"])
         final = api.get(f"/v1/jobs/{job['id']}").json()
@@ -58,7 +58,7 @@ def test_reconnecting_with_last_event_id_sends_only_what_was_missed(api: TestCli
 
 @pytest.mark.slow
 def test_a_cancelled_job_ends_its_stream(make_api: AppFactory) -> None:
-    with make_api(trial_delay_s=0.05) as api:
+    with make_api(pace_s=0.05) as api:
         job = submit(api, budget=100)
         wait_for(api, job["id"], done=2)
         assert api.post(f"/v1/jobs/{job['id']}/cancel").status_code == 202
@@ -69,7 +69,7 @@ def test_a_cancelled_job_ends_its_stream(make_api: AppFactory) -> None:
 
 @pytest.mark.slow
 def test_streams_close_after_events_max_s(make_api: AppFactory) -> None:
-    with make_api(trial_delay_s=0.2, events_max_s=0.3, events_poll_s=0.05) as api:
+    with make_api(pace_s=0.2, events_max_s=0.3, events_poll_s=0.05) as api:
         job = submit(api, budget=50)
         events = read_events(api, job["id"])
         assert events and events[-1].event != "end"
@@ -111,7 +111,7 @@ def test_the_service_frames_events_as_the_sse_format_says(api: TestClient) -> No
 
 
 def test_an_idle_stream_sends_keep_alive_comments(make_api: AppFactory) -> None:
-    with make_api(trial_delay_s=0.3, events_keepalive_s=0.05, events_poll_s=0.02, events_max_s=0.6) as api:
+    with make_api(pace_s=0.3, events_keepalive_s=0.05, events_poll_s=0.02, events_max_s=0.6) as api:
         job = submit(api, budget=50)
         with api.stream("GET", f"/v1/jobs/{job['id']}/events") as response:
             lines = list(response.iter_lines())

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
+from nictune.jobs import TrialEvent
 from tests.api.conftest import AppFactory
 
 from .support import submit, wait_for
@@ -102,7 +104,7 @@ def test_list_jobs_filters_and_paginates(api: TestClient) -> None:
 
 @pytest.mark.slow
 def test_jobs_on_one_testbed_wait_for_each_other(make_api: AppFactory) -> None:
-    with make_api(trial_delay_s=0.05) as api:
+    with make_api(pace_s=0.05) as api:
         first = submit(api, budget=20)  # at least a second, paced
         other = submit(api, testbed="sim:ixgbe-10g", budget=5)
         second = submit(api, budget=5)
@@ -121,7 +123,7 @@ def test_jobs_on_one_testbed_wait_for_each_other(make_api: AppFactory) -> None:
 
 @pytest.mark.slow
 def test_cancel_a_running_job_ends_it_cancelled_after_the_trial_in_flight(make_api: AppFactory) -> None:
-    with make_api(trial_delay_s=0.05) as api:
+    with make_api(pace_s=0.05) as api:
         job = submit(api, budget=200)
         running = wait_for(api, job["id"], done=3)
         assert running["state"] == "running" and running["queue_position"] is None
@@ -138,8 +140,35 @@ def test_cancel_a_running_job_ends_it_cancelled_after_the_trial_in_flight(make_a
         assert again.status_code == 409 and "already cancelled" in again.json()["message"]
 
 
+@pytest.mark.slow
+def test_the_trial_hook_sees_each_new_trial_but_not_the_replayed_ones(make_api: AppFactory) -> None:
+    """The hook tests pace jobs with (``create_app(trial_hook=...)``): called on the job's thread
+    after every trial measured in this run, with the job's stop event; a trial replayed when
+    the job resumes is not new."""
+    seen: list[tuple[int, str]] = []
+    stops: set[type] = set()
+
+    def record(event: TrialEvent, stop: threading.Event) -> None:
+        stops.add(type(stop))
+        seen.append((event.number, event.source))
+        stop.wait(0.05)  # as a pacing hook does: the stop below lands mid-job
+
+    with make_api(trial_hook=record) as api:
+        job = submit(api, budget=30, repeats=1)
+        wait_for(api, job["id"], done=3)
+    # The app stopped under the job (interrupted); the next start resumes it.
+    first = list(seen)
+    assert first and all(source != "replayed" for _, source in first) and stops == {threading.Event}
+    seen.clear()
+    with make_api(trial_hook=lambda event, stop: seen.append((event.number, event.source))) as api:
+        ended = wait_for(api, job["id"])
+    assert ended["state"] == "completed" and ended["progress"]["done"] == 30
+    assert all(source != "replayed" for _, source in seen)
+    assert sorted(n for n, _ in first + seen) == list(range(30)), (first, seen)  # each once (0: the default)
+
+
 def test_cancel_a_queued_job_is_immediate(make_api: AppFactory) -> None:
-    with make_api(trial_delay_s=0.05) as api:
+    with make_api(pace_s=0.05) as api:
         running = submit(api, budget=40)
         queued = submit(api, budget=40)
 

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 BUDGET = 30
 REPEATS = 2
 #: Test-only pacing, so the kill lands mid-job (the runner itself never sleeps).
-SLOW = {"NICTUNE_API_TRIAL_DELAY_S": "0.04"}
+PACE_S = 0.04
 
 
 def follow_until_gone(url: str, token: str, job_id: int) -> None:
@@ -58,7 +58,7 @@ def restart_mid_job(db_url: str, tmp_path: Path, stop: str) -> None:
     engine.dispose()
     log = tmp_path / "server.log"
 
-    with running_server(db_url, log, env=SLOW) as first, Client(first.url, token) as api:
+    with running_server(db_url, log, pace_s=PACE_S) as first, Client(first.url, token) as api:
         job_id = api.submit_job(testbed="sim:benson-40g", budget=BUDGET, repeats=REPEATS, seed=11,
                                 racing=False)["id"]
         deadline = time.monotonic() + 30
@@ -81,7 +81,7 @@ def restart_mid_job(db_url: str, tmp_path: Path, stop: str) -> None:
     before = {n: t for n, t in stored_trials(db_url).items() if t[1] == "completed"}
     assert 8 <= len(before) < BUDGET, "the stop should land mid-job"
 
-    with running_server(db_url, log, env=SLOW) as second, Client(second.url, token) as api:
+    with running_server(db_url, log, pace_s=PACE_S) as second, Client(second.url, token) as api:
         deadline = time.monotonic() + 60
         while api.get_job(job_id)["state"] not in ("completed", "failed", "cancelled"):
             assert time.monotonic() < deadline, f"the job did not resume: {api.get_job(job_id)}"

@@ -39,7 +39,7 @@ def bearer(secret: str) -> dict[str, str]:
 def test_a_token_at_its_pending_jobs_limit_gets_429_saying_the_limit(make_api: AppFactory, tokens: Tokens,
                                                                      db_url: str) -> None:
     other = new_token(db_url, "other", "submit")
-    with make_api(max_pending_jobs=3, trial_delay_s=0.2) as api:
+    with make_api(max_pending_jobs=3, pace_s=0.2) as api:
         jobs = [submit(api, budget=500) for _ in range(3)]
 
         refused = api.post("/v1/jobs", json={"testbed": "sim:benson-40g", "budget": 5})
@@ -64,7 +64,7 @@ def test_a_token_at_its_pending_jobs_limit_gets_429_saying_the_limit(make_api: A
 
 
 def test_concurrent_submissions_cannot_overshoot_the_limit(make_api: AppFactory) -> None:
-    with make_api(max_pending_jobs=2, trial_delay_s=0.2) as api:
+    with make_api(max_pending_jobs=2, pace_s=0.2) as api:
         statuses: list[int] = []
 
         def post() -> None:
@@ -85,7 +85,7 @@ def test_concurrent_submissions_cannot_overshoot_the_limit(make_api: AppFactory)
 def test_the_job_names_the_token_that_submitted_and_the_one_that_cancelled_it(make_api: AppFactory,
                                                                                db_url: str) -> None:
     ops = new_token(db_url, "ops", "submit")
-    with make_api(trial_delay_s=0.05) as api:
+    with make_api(pace_s=0.05) as api:
         job = submit(api, budget=200)
         assert (job["submitted_by"], job["cancelled_by"]) == ("ci", None)
 
@@ -170,7 +170,7 @@ def test_an_open_stream_ends_when_its_token_is_revoked_or_expires(make_api: AppF
         finally:
             engine.dispose()
 
-    with make_api(trial_delay_s=0.05, token_recheck_s=0.2, events_poll_s=0.05) as api:
+    with make_api(pace_s=0.05, token_recheck_s=0.2, events_poll_s=0.05) as api:
         job = submit(api, budget=400)
         # Made now, not before the service starts: an expiring token's 1.5 s must not be spent
         # on the service's start on a busy machine (its stream then got a 401 instead).

@@ -1,9 +1,9 @@
 """The dashboard in headless Chromium (Debian's ``chromium``, driven by Playwright) against the real service.
 
 The service runs in a subprocess (uvicorn on 127.0.0.1, a temporary SQLite file, trials slowed
-down with ``trial_delay_s``) with the dashboard routers included. A job on ``sim:benson-40g``
-is submitted through the API; the browser opens the job list, opens the running job, sees its
-progress advance and its convergence chart drawn, sorts the trials, downloads an export, and
+down by a trial hook: :mod:`tests.api.pacing`) with the dashboard routers included. A job on
+``sim:benson-40g`` is submitted through the API; the browser opens the job list, opens the running job, sees
+its progress advance and its convergence chart drawn, sorts the trials, downloads an export, and
 saves screenshots under the test's temporary directory (and in /tmp/nictune-screens/ with
 ``NICTUNE_SCREENSHOTS=1``): the job page, a Pareto job's page and the history page.
 
