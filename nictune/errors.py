@@ -99,3 +99,17 @@ class DatabaseUrlError(StorageError, InvalidInputError):
 
 class JobError(NictuneError):
     """A job cannot be created, resumed or continued."""
+
+
+class JobStateError(JobError):
+    """A job cannot move from its state to the one asked for (:mod:`nictune.jobs.lifecycle`).
+
+    Attributes:
+        job_id: the job's id.
+        state: its state.
+        wanted: the state it was asked to move to.
+    """
+
+    def __init__(self, message: str, *, job_id: int, state: str, wanted: str):
+        super().__init__(message)
+        self.job_id, self.state, self.wanted = job_id, state, wanted

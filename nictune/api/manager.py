@@ -38,14 +38,15 @@ from nictune.api.notifier import Notifier
 from nictune.api.settings import ApiSettings
 from nictune.errors import JobError, NictuneError
 from nictune.executors.celery_executor import ExecutorFactory
-from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job
+from nictune.jobs import JobRunner, JobSpec, TrialEvent, create_job, lifecycle
 from nictune.jobs.trial_log import LineContext, log_notice, log_trial
 
 log = logging.getLogger("nictune.api.jobs")
 
 ORIGIN_KEY = "origin"
 CANCEL_KEY = "cancel_requested"
-FINAL_STATES = frozenset({"completed", "failed", "cancelled"})
+#: The states of a job whose run has ended (:data:`nictune.jobs.lifecycle.ENDED`).
+FINAL_STATES = frozenset(state.value for state in lifecycle.ENDED)
 #: A job in one of these states counts against its token's ``max_pending_jobs``.
 PENDING_STATES = ("pending", "running", "waiting")
 _RESUMABLE = ("pending", "running", "waiting", "interrupted")
@@ -350,17 +351,14 @@ class JobManager:
             stop = self._stops.get(job_id)
             if wanted == "running" and stop is not None and stop.is_set():
                 return  # it stopped waiting because it is stopping: not "running again"
-        # Only the state column: the runner owns ``stats`` and writes it concurrently.
+        # Only the state: the runner owns ``stats`` and writes it concurrently.
         with db.session_scope(self.dbe) as s:
-            job = db.get_job(s, job_id, for_update=True)
-            if job.state not in ("running", "waiting"):
-                return
-            if job.state == wanted:
-                if wanted == "waiting" and reason_changed:  # still waiting, for something else now
+            job = lifecycle.lock(s, job_id)
+            if not lifecycle.set_waiting(s, job, wanted == "waiting"):  # already so, or not running
+                if job.state == wanted == "waiting" and reason_changed:  # still waiting, for something else now
                     log.info("job %s: %s", job_id, reason)
                     self.notifier.notify(job_id)
                 return
-            job.state = wanted  # started_at stays: the job never stopped
         log.info("job %s: %s", job_id, message or "a worker is back: running")
         self.notifier.notify(job_id)
 
@@ -372,10 +370,9 @@ class JobManager:
 
     def _mark_cancelled(self, job_id: int, cancelled_by: str | None = None) -> None:
         with db.session_scope(self.dbe) as s:
-            job = db.get_job(s, job_id, for_update=True)
-            if job.state not in FINAL_STATES:
-                db.reset_running_trials(s, job_id)
-                db.set_job_state(s, job, "cancelled")
+            job = lifecycle.lock(s, job_id)
+            if not lifecycle.has_ended(job):
+                lifecycle.cancel(s, job)
                 job.stats[CANCEL_KEY] = True
                 if cancelled_by is not None:
                     job.cancelled_by = cancelled_by
@@ -383,7 +380,6 @@ class JobManager:
 
     def _fail_if_unfinished(self, job_id: int, error: str) -> None:
         with db.session_scope(self.dbe) as s:
-            job = db.get_job(s, job_id, for_update=True)
-            if job.state not in FINAL_STATES:
-                db.reset_running_trials(s, job_id)
-                db.set_job_state(s, job, "failed", error=error)
+            job = lifecycle.lock(s, job_id)
+            if not lifecycle.has_ended(job):
+                lifecycle.fail(s, job, error)

@@ -126,6 +126,11 @@ def get_job(s: Session, job_id: int, *, for_update: bool = False) -> Job:
 def set_job_state(s: Session, job: Job, state: str, error: str | None = None) -> None:
     """Move a job to ``state`` and keep its timestamps and error consistent.
 
+    The storage half of a state change: which changes are allowed is
+    :mod:`nictune.jobs.lifecycle`'s, and in nictune only it calls this (the tests set up
+    jobs in any state with it). ``tests/jobs/test_lifecycle.py`` checks that nothing else
+    calls it or writes ``Job.state``.
+
     ``running`` sets ``started_at`` the first time (a resumed job keeps its first start)
     and clears ``finished_at`` and ``error``. ``completed``, ``failed``, ``cancelled``
     and ``interrupted`` set ``finished_at``. ``error`` is stored as given (``None``

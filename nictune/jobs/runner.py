@@ -29,7 +29,7 @@ from sqlalchemy.engine import Engine as DbEngine
 from nictune import db
 from nictune.errors import InvalidInputError, JobError, SpaceDefinitionError, UnknownNameError
 from nictune.executors import Executor, LocalExecutor
-from nictune.jobs import warm
+from nictune.jobs import lifecycle, warm
 from nictune.jobs.evaluate import JobContext, Race, TrialEvent, evaluate, remeasure, summary_of
 from nictune.jobs.stopping import StopRules, check_stop_options, stop_text
 from nictune.measure import LATENCY_METRICS, METRICS, UNMEASURED, Workload, ignored_knobs_notice
@@ -517,10 +517,8 @@ class JobRunner:
     def _context(self, job_id: int,
                  prep: Prepared) -> tuple[JobContext, dict[int, _Stored], dict[str, Any], StopRules]:
         with db.session_scope(self.dbe) as s:
-            job = db.get_job(s, job_id, for_update=True)
-            if job.state in ("completed", "cancelled"):
-                raise JobError(f"job {job_id} is already {job.state}; start a new job instead")
-            lost = db.reset_running_trials(s, job_id)
+            job = lifecycle.lock(s, job_id)
+            lost = lifecycle.start(s, job)  # refuses a completed or cancelled job
             done = {t.number: _Stored(t.id, t.configuration.hash, t.configuration.canonical, t.state, t.source,
                                       t.summary, len(t.measurements))
                     for t in db.job_trials(s, job_id)}
@@ -536,7 +534,6 @@ class JobRunner:
                 seed=job.seed, testbed_id=job.testbed_id, workload_id=job.workload_id,
             )
             rules = StopRules(options, job.stats, _final_race_runs(ctx))
-            db.set_job_state(s, job, "running")
             if lost:
                 job.stats["lost_in_flight"] = job.stats.get("lost_in_flight", 0) + lost
             if options.get("warm_start") and "warm_start" not in job.stats:
@@ -800,7 +797,7 @@ class JobRunner:
         samples = race.snapshot()
         reason = reason or state
         with ctx.stats_lock, db.session_scope(self.dbe) as s:
-            job = db.get_job(s, ctx.job_id, for_update=True)
+            job = lifecycle.lock(s, ctx.job_id)
             decided = dict(job.stats.get("race") or {}).get("decided") is not False
             front = _front_members(ctx, race) if len(ctx.goal.objectives) > 1 else []
             # Several objectives: a member of the front (never a dominated configuration), by
@@ -823,7 +820,7 @@ class JobRunner:
             job.stats["stop_text"] = stop_text(reason, job.stats, budget=ctx.budget, trials=trials,
                                                engine=job.engine, error=error, engine_text=engine_text,
                                                job_id=ctx.job_id)
-            db.set_job_state(s, job, state, error=error)
+            lifecycle.finish(s, job, state, error=error)
             job.stats["finished_at"] = datetime.now(UTC).isoformat()
             stats = dict(job.stats)
         return JobOutcome(ctx.job_id, state, trials, int(stats.get("measured", 0)), int(stats.get("cached", 0)),

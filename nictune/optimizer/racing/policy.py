@@ -27,100 +27,23 @@ spent about a quarter of a 50-measurement budget on repeats of configurations th
 with the incumbent, and those measurements found more as new configurations (figures in the
 README, "Benchmarks").
 
-Noise model: the testbed's relative noise (coefficient of variation) is assumed to be the
-same for every configuration, so it is pooled over all configurations with two or more
-samples (:meth:`RacingPolicy.noise`), shrunk towards ``prior_cv`` with ``prior_dof`` pseudo
-degrees of freedom so that a single sample already has an honest interval. Intervals are
-Student t intervals with the pooled degrees of freedom. The pooled estimate is what a job
-stores as the noise level of its testbed.
+The statistics (pooled noise, intervals, the chance that constraints hold) are
+:mod:`~nictune.optimizer.racing.stats`'s, the texts :mod:`~nictune.optimizer.racing.display`'s.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nictune.errors import MeasurementError
-from nictune.formatting import format_interval
-from nictune.optimizer.objectives import Goal, MetricConstraint, Score
+from nictune.optimizer.objectives import Goal, Score
+from nictune.optimizer.racing import display
+from nictune.optimizer.racing.stats import OBJECTIVE, Interval, Noise, RaceStatistics, Samples
 
 Decision = Literal["again", "incumbent", "stop", "done"]
-Samples = Sequence[Mapping[str, float]]
-#: The name under which the goal's (oriented) objective appears in noise estimates.
-OBJECTIVE = "objective"
-
-
-# ------------------------------------------------------------------ Student t
-def t_cdf(t: float, dof: float) -> float:
-    """P(T <= t) for Student's t with ``dof`` degrees of freedom (SciPy's ``stdtr`` ufunc:
-    :meth:`RacingPolicy.recommend` asks for it per configuration, and ``scipy.stats.t.cdf``
-    costs about 25x more per call)."""
-    if dof <= 0:
-        raise ValueError("degrees of freedom must be positive")
-    from scipy.special import stdtr
-
-    return float(stdtr(dof, t))
-
-
-@functools.lru_cache(maxsize=512)
-def t_quantile(confidence: float, dof: float) -> float:
-    """The two-sided Student t critical value: P(|T| <= q) = ``confidence`` (SciPy's; cached,
-    the ranking asks for the same few values thousands of times)."""
-    if not 0.0 < confidence < 1.0:
-        raise ValueError("confidence must be in (0, 1)")
-    from scipy.stats import t as student
-
-    return float(student.ppf(0.5 + confidence / 2.0, dof))
-
-
-# ------------------------------------------------------------------ estimates
-@dataclass(frozen=True)
-class Interval:
-    """A mean with its two-sided confidence interval.
-
-    Attributes:
-        mean: the sample mean.
-        low: lower bound of the interval.
-        high: upper bound of the interval.
-        n: number of samples.
-        confidence: the interval's confidence level.
-    """
-
-    mean: float
-    low: float
-    high: float
-    n: int
-    confidence: float
-
-    @property
-    def half_width(self) -> float:
-        return (self.high - self.low) / 2.0
-
-    def __str__(self) -> str:
-        return f"{format_interval(self.mean, self.half_width)} (n={self.n}, {self.confidence:.0%} CI)"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n,
-                "confidence": self.confidence}
-
-
-@dataclass(frozen=True)
-class Noise:
-    """The pooled relative noise of one metric.
-
-    Attributes:
-        cv: coefficient of variation (standard deviation / mean) of one sample.
-        dof: degrees of freedom behind it (measured ones plus the prior's).
-        measured_dof: degrees of freedom from repeats alone (0: the prior only).
-    """
-
-    cv: float
-    dof: float
-    measured_dof: int
 
 
 @dataclass(frozen=True)
@@ -180,99 +103,52 @@ class RacingPolicy:
         if self.prior_cv < 0 or self.prior_dof <= 0 or self.tolerance < 0:
             raise ValueError("prior_cv and tolerance must be >= 0, prior_dof > 0")
 
-    # ----------------------------------------------------------------- noise
-    def _series(self, samples: Samples) -> dict[str, list[float]]:
-        """Per-sample objective values and constraint metrics of one configuration."""
-        out: dict[str, list[float]] = {OBJECTIVE: []}
-        for s in samples:
-            try:
-                out[OBJECTIVE].append(self.goal.objective.oriented(s))
-            except MeasurementError:  # a sample without the metric: no information
-                continue
-        for c in self.goal.constraints:
-            out[c.metric] = [float(s[c.metric]) for s in samples if c.metric in s]
-        return out
+    @functools.cached_property
+    def stats(self) -> RaceStatistics:
+        """The statistics at this policy's level and noise prior (what it decides on)."""
+        return RaceStatistics(self.goal, self.confidence, self.prior_cv, self.prior_dof)
 
+    # ------------------------------------------- statistics (RaceStatistics's)
     def noise(self, trials: Mapping[str, Samples]) -> dict[str, Noise]:
-        """Pooled relative noise of the objective and of every constrained metric."""
-        sums: dict[str, float] = {}
-        dofs: dict[str, int] = {}
-        for samples in trials.values():
-            if len(samples) < 2:
-                continue
-            for name, xs in self._series(samples).items():
-                finite = [x for x in xs if math.isfinite(x)]
-                if len(finite) < 2:
-                    continue
-                mean = statistics.fmean(finite)
-                if not mean * mean > 0:  # 0, or so small that its square underflows
-                    continue
-                rel = statistics.variance(finite) / (mean * mean)
-                sums[name] = sums.get(name, 0.0) + rel * (len(finite) - 1)
-                dofs[name] = dofs.get(name, 0) + len(finite) - 1
-        return {name: self.pooled_noise(sums.get(name, 0.0), dofs.get(name, 0))
-                for name in [OBJECTIVE, *(c.metric for c in self.goal.constraints)]}
+        """Pooled relative noise of the objective and of every constrained metric
+        (:meth:`RaceStatistics.noise <nictune.optimizer.racing.stats.RaceStatistics.noise>`)."""
+        return self.stats.noise(trials)
 
     def pooled_noise(self, weighted: float, dof: int) -> Noise:
-        """The noise from ``weighted``, the sum over configurations of (relative variance x
-        its degrees of freedom), and ``dof``, their sum, shrunk towards the prior."""
-        total = self.prior_dof + dof
-        var = (self.prior_dof * self.prior_cv**2 + weighted) / total
-        return Noise(math.sqrt(var), total, dof)
+        """The noise from a weighted sum of relative variances and its degrees of freedom,
+        shrunk towards the prior (:meth:`RaceStatistics.pooled_noise
+        <nictune.optimizer.racing.stats.RaceStatistics.pooled_noise>`)."""
+        return self.stats.pooled_noise(weighted, dof)
 
     def interval(self, xs: Sequence[float], noise: Noise) -> Interval:
         """Mean of ``xs`` with its t interval under the pooled relative ``noise``."""
-        finite = [x for x in xs if math.isfinite(x)]
-        if not finite:
-            return Interval(-math.inf, -math.inf, -math.inf, 0, self.confidence)
-        return self.mean_interval(statistics.fmean(finite), len(finite), noise)
+        return self.stats.interval(xs, noise)
 
     def mean_interval(self, mean: float, n: int, noise: Noise) -> Interval:
         """The t interval of a mean of ``n`` samples under the pooled relative ``noise``."""
-        if not math.isfinite(mean) or n < 1:
-            return Interval(mean, mean, mean, max(n, 0), self.confidence)
-        half = self._half_width(mean, n, noise)
-        return Interval(mean, mean - half, mean + half, n, self.confidence)
-
-    def _half_width(self, mean: float, n: int, noise: Noise) -> float:
-        return t_quantile(self.confidence, noise.dof) * noise.cv * abs(mean) / math.sqrt(n)
+        return self.stats.mean_interval(mean, n, noise)
 
     def objective_interval(self, samples: Samples, noise: Mapping[str, Noise]) -> Interval:
         """The interval of the (oriented, bigger is better) objective of one configuration."""
-        return self.interval(self._series(samples)[OBJECTIVE], noise[OBJECTIVE])
-
-    @functools.cached_property
-    def _used(self) -> tuple[str, ...]:
-        """The metrics the goal's score reads (the rest need no mean)."""
-        o = self.goal.objective
-        names = [o.metric, *([o.per] if o.per else []), *(c.metric for c in self.goal.constraints)]
-        return tuple(dict.fromkeys(names))
+        return self.stats.objective_interval(samples, noise)
 
     def score(self, samples: Samples) -> Score:
         """The score of the configuration's mean metrics (what the engine is told)."""
-        if not samples:
-            return Score.failed()
-        means = {}
-        for name in self._used:  # the mean of only what the score reads: recommend() is hot
-            xs = [float(s[name]) for s in samples if name in s]
-            if xs:
-                means[name] = math.fsum(xs) / len(xs)
-        return self.goal.score(means)
+        return self.stats.score(samples)
 
     def feasibility(self, samples: Samples, noise: Mapping[str, Noise]) -> Literal["yes", "no", "maybe"]:
         """Whether every constraint holds: surely (``yes``), surely not (``no``) or ``maybe``."""
-        verdict: Literal["yes", "no", "maybe"] = "yes"
-        series = self._series(samples)
-        for c in self.goal.constraints:
-            iv = self.interval(series[c.metric], noise[c.metric])
-            if not math.isfinite(iv.mean):
-                return "no"
-            low_ok, high_ok = _holds(c, iv.low), _holds(c, iv.high)
-            if not low_ok and not high_ok:
-                return "no"
-            if not (low_ok and high_ok):
-                verdict = "maybe"
-        return verdict
+        return self.stats.feasibility(samples, noise)
+
+    def feasible_probability(self, samples: Samples, noise: Mapping[str, Noise]) -> float:
+        """The probability that every constraint holds for the configuration's true mean
+        (:meth:`RaceStatistics.feasible_probability
+        <nictune.optimizer.racing.stats.RaceStatistics.feasible_probability>`)."""
+        return self.stats.feasible_probability(samples, noise)
+
+    def shown(self, iv: Interval) -> Interval:
+        """An interval of the oriented objective (bigger is better) in the objective's own sign."""
+        return self.stats.shown(iv)
 
     # -------------------------------------------------------------- decisions
     def decide(self, trials: Mapping[str, Samples], challenger: str, incumbent: str | None) -> Decision:
@@ -293,20 +169,21 @@ class RacingPolicy:
             return "again"
         if incumbent is None or incumbent == challenger or incumbent not in trials:
             return "done"
-        noise = self.noise(trials)
-        feasible = self.feasibility(mine, noise)
+        st = self.stats
+        noise = st.noise(trials)
+        feasible = st.feasibility(mine, noise)
         if feasible == "no":
             return "stop"
         theirs = trials[incumbent]
-        inc_feasible = self.score(theirs).feasible
+        inc_feasible = st.score(theirs).feasible
         if not inc_feasible:
             # No feasible incumbent yet: anything feasible on its mean is progress.
-            if self.score(mine) > self.score(theirs):
+            if st.score(mine) > st.score(theirs):
                 return "done" if n >= self.min_incumbent_repeats or n >= self.max_repeats else "again"
             return "stop" if feasible == "yes" or n >= self.max_repeats else "again"
-        low, _ = self._difference(mine, theirs, noise, self.confidence)
-        _, high = self._difference(mine, theirs, noise, self.race_confidence)
-        margin = self.tolerance * abs(self.objective_interval(theirs, noise).mean)
+        low, _ = st.difference(mine, theirs, noise, self.confidence)
+        _, high = st.difference(mine, theirs, noise, self.race_confidence)
+        margin = self.tolerance * abs(st.objective_interval(theirs, noise).mean)
         if high < margin:
             return "stop"  # clearly worse (or not worth a tolerance more)
         if n >= self.max_repeats:
@@ -317,41 +194,6 @@ class RacingPolicy:
         if m < n and m < self.max_repeats:
             return "incumbent"
         return "again"
-
-    def _difference(self, mine: Samples, theirs: Samples, noise: Mapping[str, Noise],
-                    confidence: float) -> tuple[float, float]:
-        """Interval of (challenger mean - incumbent mean) of the objective."""
-        a = self.objective_interval(mine, noise)
-        b = self.objective_interval(theirs, noise)
-        if not (math.isfinite(a.mean) and math.isfinite(b.mean)):
-            return (-math.inf, -math.inf) if not math.isfinite(a.mean) else (math.inf, math.inf)
-        cv = noise[OBJECTIVE].cv
-        se = math.sqrt((cv * a.mean) ** 2 / a.n + (cv * b.mean) ** 2 / b.n)
-        q = t_quantile(confidence, noise[OBJECTIVE].dof)
-        diff = a.mean - b.mean
-        return diff - q * se, diff + q * se
-
-    def feasible_probability(self, samples: Samples, noise: Mapping[str, Noise]) -> float:
-        """The probability that every constraint holds for the configuration's true mean: the
-        product over constraints of the Student t probability that the mean lies on the
-        constraint's side of its bound, under the pooled relative noise (1 or 0 for a metric
-        measured without spread, e.g. no loss in any run)."""
-        if not self.goal.constraints:
-            return 1.0
-        p = 1.0
-        series = self._series(samples)
-        for c in self.goal.constraints:
-            xs = [x for x in series[c.metric] if math.isfinite(x)]
-            if not xs:
-                return 0.0
-            mean = statistics.fmean(xs)
-            se = noise[c.metric].cv * abs(mean) / math.sqrt(len(xs))
-            if se <= 0.0:
-                p *= 1.0 if _holds(c, mean) else 0.0
-                continue
-            margin = (c.threshold - mean) if c.op in ("<=", "<") else (mean - c.threshold)
-            p *= t_cdf(margin / se, noise[c.metric].dof)
-        return p
 
     def recommend(self, trials: Mapping[str, Samples]) -> str | None:
         """The configuration to recommend: among the ones feasible on their means, the best
@@ -368,15 +210,16 @@ class RacingPolicy:
         A configuration at the edge still gives way to a safe one about as fast: 8.0 Gbit/s at
         0.098 % (p about 0.5) ranks below 7.6 at 0.04 %.
         """
-        noise = self.noise(trials)
+        st = self.stats
+        noise = st.noise(trials)
         best: tuple[tuple[int, float, float], str] | None = None
         for key, samples in trials.items():
             if not samples:
                 continue
-            score = self.score(samples)
+            score = st.score(samples)
             if score.feasible:
-                iv = self.objective_interval(samples, noise)
-                p = self.feasible_probability(samples, noise)
+                iv = st.objective_interval(samples, noise)
+                p = st.feasible_probability(samples, noise)
                 rank = (1, iv.low - (1.0 - p) * abs(iv.low), iv.mean)
             else:
                 rank = (0, -score.violation, score.value)
@@ -431,17 +274,18 @@ class RacingPolicy:
         on the mean); the most promising (highest mean) first."""
         if incumbent not in trials:
             return []
-        noise = self.noise(trials)
+        st = self.stats
+        noise = st.noise(trials)
         theirs = trials[incumbent]
-        inc_feasible = self.score(theirs).feasible
+        inc_feasible = st.score(theirs).feasible
         found: list[tuple[float, str]] = []
         for key, samples in trials.items():
             if key == incumbent or not samples or len(samples) >= self.max_repeats:
                 continue
-            score = self.score(samples)
-            if not inc_feasible or not score.feasible or self.feasibility(samples, noise) == "no":
+            score = st.score(samples)
+            if not inc_feasible or not score.feasible or st.feasibility(samples, noise) == "no":
                 continue
-            _, high = self._difference(samples, theirs, noise, self.race_confidence)
+            _, high = st.difference(samples, theirs, noise, self.race_confidence)
             if high >= 0:
                 found.append((score.value, key))
         return [key for _, key in sorted(found, key=lambda t: -t[0])]
@@ -488,33 +332,18 @@ class RacingPolicy:
         v, nz = score.value, noise[OBJECTIVE]
         if not math.isfinite(v) or n < 1:
             return (1, v, v)
-        return (1, v - self._half_width(v, n, nz), v)
-
-    def shown(self, iv: Interval) -> Interval:
-        """An interval of the oriented objective (bigger is better) in the objective's own sign."""
-        sign = 1.0 if self.goal.objective.direction == "maximize" else -1.0
-        low, high = sorted((sign * iv.low, sign * iv.high))
-        return Interval(sign * iv.mean, low, high, iv.n, iv.confidence)
+        return (1, v - self.stats.half_width(v, n, nz), v)
 
     def summary(self, trials: Mapping[str, Samples], key: str) -> dict[str, Any]:
-        """Plain data for the output: mean metrics, the objective's interval, feasibility."""
-        noise = self.noise(trials)
+        """Plain data for the output: mean metrics, the objective's interval, feasibility
+        (:func:`display.summary <nictune.optimizer.racing.display.summary>`)."""
+        st = self.stats
+        noise = st.noise(trials)
         samples = trials[key]
-        shown = self.shown(self.objective_interval(samples, noise))
-        return {
-            "metrics": Goal.mean_metrics(samples),
-            "objective": self.goal.objective.name,
-            "interval": shown.as_dict(),
-            "text": f"{self.goal.objective.label}: {shown} {self.goal.objective.unit}".rstrip(),
-            "feasible": self.feasibility(samples, noise),
-            "score": self.score(samples).as_dict(),
-        }
+        shown = st.shown(st.objective_interval(samples, noise))
+        return display.summary(self.goal.objective, Goal.mean_metrics(samples), shown,
+                               st.feasibility(samples, noise), st.score(samples))
 
     def noise_report(self, trials: Mapping[str, Samples]) -> dict[str, dict[str, float]]:
         """The pooled noise estimate to store with the job (``cv``, ``dof``, ``measured_dof``)."""
-        return {name: {"cv": nz.cv, "dof": nz.dof, "measured_dof": float(nz.measured_dof)}
-                for name, nz in self.noise(trials).items()}
-
-
-def _holds(c: MetricConstraint, x: float) -> bool:
-    return c.satisfied({c.metric: x})
+        return display.noise_report(self.stats.noise(trials))
