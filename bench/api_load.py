@@ -58,8 +58,8 @@ from nictune import db  # noqa: E402
 from nictune.api.cache import MAX_AGE_S  # noqa: E402
 from nictune.db import stats as db_stats  # noqa: E402
 from nictune.db.auth import create_token  # noqa: E402
+from nictune.measure.benchmarks.workloads import get_workload  # noqa: E402
 from nictune.measure.testbeds import SimTestbed, open_testbed  # noqa: E402
-from nictune.measure.workloads import get_workload  # noqa: E402
 from nictune.optimizer import Goal  # noqa: E402
 from nictune.search_spaces import load_space  # noqa: E402
 from tests.api.server import running_server  # noqa: E402

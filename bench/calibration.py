@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.measure.sim import PROFILES, evaluate
-from nictune.measure.workloads import get_workload
 from nictune.search_spaces import load_space
 
 

@@ -50,7 +50,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.landscapes.veth_table import MAX_LOAD, quiet, read_runs  # noqa: E402
-from nictune.measure.workloads import get_workload  # noqa: E402
+from nictune.measure.benchmarks.workloads import get_workload  # noqa: E402
 from nictune.search_spaces import Configuration, SearchSpace, load_space  # noqa: E402
 from nictune.search_spaces.design import space_filling  # noqa: E402
 

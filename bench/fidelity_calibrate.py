@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from nictune.measure.workloads import get_workload  # noqa: E402
+from nictune.measure.benchmarks.workloads import get_workload  # noqa: E402
 from nictune.search_spaces import load_space  # noqa: E402
 
 OUT = ROOT / "bench" / "data" / "fidelity"

@@ -15,8 +15,8 @@ from nictune.api import ApiSettings
 from nictune.api.client import Client
 from nictune.db import default_url, open_database
 from nictune.executors.celery_app import CelerySettings
-from nictune.measure.journal import state_dir
-from nictune.measure.locks import lock_dir
+from nictune.measure.trial.journal import state_dir
+from nictune.measure.trial.locks import lock_dir
 from nictune.settings import CliSettings, CommonSettings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,10 +21,10 @@ import random
 from typing import Any
 
 from bench.landscapes._base import Landscape, Split
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.measure.sim import PROFILES
 from nictune.measure.sim.profiles import Costs, SimProfile, Stalls
 from nictune.measure.testbeds import SimTestbed
-from nictune.measure.workloads import get_workload
 from nictune.optimizer import Goal
 from nictune.search_spaces import Configuration, load_space
 

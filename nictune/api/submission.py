@@ -21,9 +21,9 @@ from nictune.errors import InvalidInputError, Problem, UnknownNameError
 from nictune.jobs import JobSpec
 from nictune.jobs.stopping import parse_duration
 from nictune.measure.appliers.registry import load_checked_space
+from nictune.measure.benchmarks.workload_spec import Source, with_options
+from nictune.measure.benchmarks.workloads import BUILTIN_NAMES, resolve_entry
 from nictune.measure.sim import PROFILES
-from nictune.measure.workload_spec import Source, with_options
-from nictune.measure.workloads import BUILTIN_NAMES, resolve_entry
 from nictune.optimizer import ENGINES, MetricConstraint, Param, get_objective
 from nictune.search_spaces import builtin_names
 

@@ -29,7 +29,7 @@ def apply(
     The previous values are journaled: `nictune restore --testbed T` brings them back.
     """
     from nictune import db
-    from nictune.measure.keep import keep_settings
+    from nictune.measure.trial.keep import keep_settings
 
     if testbed.startswith("sim:"):
         raise InvalidInputError("a simulated testbed has no settings to apply; name a real testbed",
@@ -73,7 +73,7 @@ def restore(
     With nothing applied there it says so and exits 0, so a cleanup step can always run it.
     A value that cannot be put back is an error (exit 1); the journal keeps it for a retry.
     """
-    from nictune.measure.keep import restore_kept
+    from nictune.measure.trial.keep import restore_kept
 
     if testbed.endswith((".yaml", ".yml")):
         with open_testbed(testbed) as bed:

@@ -7,8 +7,8 @@ import shlex
 from rich.text import Text
 
 from nictune.cli._common import console
-from nictune.measure.dryrun import DryRun, TrialPlan, is_write, scope
 from nictune.measure.planning import PlannedCommand
+from nictune.measure.trial.dryrun import DryRun, TrialPlan, is_write, scope
 
 #: Sections of one host, in the order a trial runs them (verify reads are summarised).
 _SECTIONS = (("snapshot", "snapshot reads (run now: they change nothing)"), ("apply", "apply"),

@@ -34,7 +34,7 @@ from nictune.errors import InvalidInputError, NictuneError
 from nictune.formatting import changed_text
 from nictune.jobs import job_report, trial_rows
 from nictune.jobs.runner import INT32_MAX
-from nictune.measure.workloads import check_workload_name
+from nictune.measure.benchmarks.workloads import check_workload_name
 from nictune.metrics import label, unit
 from nictune.optimizer import OBJECTIVES, Goal, get_objective
 from nictune.optimizer.racing import RacingPolicy

@@ -30,8 +30,8 @@ from nictune.cli.workload_options import (
 )
 from nictune.measure import ignored_knobs_notice
 from nictune.measure.appliers.registry import load_checked_space
+from nictune.measure.benchmarks.workloads import resolve_workload
 from nictune.measure.testbeds import DEFAULT_TESTBED, open_testbed
-from nictune.measure.workloads import resolve_workload
 from nictune.metrics import METRICS, heading
 
 

@@ -137,7 +137,7 @@ def probe(
     current values, so the fitted space's default configuration is this host as it is.
     Nothing on the hosts is changed.
     """
-    from nictune.measure.probe_space import probe_space
+    from nictune.measure.probing.probe_space import probe_space
     from nictune.measure.testbeds import open_testbed
 
     if testbed.startswith("sim:"):

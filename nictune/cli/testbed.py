@@ -34,8 +34,8 @@ def up(name: str = typer.Option("nt0", "--name", "-n",
 @app.command("down")
 def down(name: str = typer.Option("nt0", "--name", "-n", help="Pair name.")) -> None:
     """Remove a local pair and restore what a crashed run left on it."""
-    from nictune.measure.keep import restore_kept
     from nictune.measure.testbeds import VethPair, check_pair_name
+    from nictune.measure.trial.keep import restore_kept
 
     for notice in recover(f"veth:{check_pair_name(name)}"):
         err_console.print(notice)

@@ -1,7 +1,7 @@
 """The options that change a workload, shared by ``nictune measure`` and ``nictune optimize``.
 
 Each changes one field of the workload ``--workload`` names (built-in or file); the changed
-workload is checked as a whole by :mod:`nictune.measure.workload_spec` (exit 2 naming the
+workload is checked as a whole by :mod:`nictune.measure.benchmarks.workload_spec` (exit 2 naming the
 field), and a change of its traffic shows in its name (``tcp(-P 4 -l 1400 -b 5G)``).
 """
 
@@ -11,8 +11,15 @@ from typing import Any
 
 import typer
 
-from nictune.measure.workload_spec import MAX_STREAMS, MSG_SIZE, RATE_MPS, TCP_LENGTH, UDP_LENGTH, definition_of
-from nictune.measure.workloads import BUILTIN_NAMES, is_file_reference, load_workload_file
+from nictune.measure.benchmarks.workload_spec import (
+    MAX_STREAMS,
+    MSG_SIZE,
+    RATE_MPS,
+    TCP_LENGTH,
+    UDP_LENGTH,
+    definition_of,
+)
+from nictune.measure.benchmarks.workloads import BUILTIN_NAMES, is_file_reference, load_workload_file
 
 WORKLOAD_HELP = (f"A built-in workload ({', '.join(BUILTIN_NAMES)}) or a workload YAML file "
                  "(see nictune workloads list / show).")

@@ -22,10 +22,11 @@ from nictune.cli.workload_options import (
     STREAMS_OPTION,
     workload_options,
 )
-from nictune.measure import LatencyProbe, Workload, sockperf
-from nictune.measure.iperf3 import iperf3_commands
-from nictune.measure.workload_spec import definition_of, format_bitrate
-from nictune.measure.workloads import BUILTINS, resolve_entry
+from nictune.measure import LatencyProbe, Workload
+from nictune.measure.benchmarks import sockperf
+from nictune.measure.benchmarks.iperf3 import iperf3_commands
+from nictune.measure.benchmarks.workload_spec import definition_of, format_bitrate
+from nictune.measure.benchmarks.workloads import BUILTINS, resolve_entry
 
 #: The port ``show`` prints for sockperf: a testbed's default (iperf3's 5201 + 1).
 SHOWN_SOCKPERF_PORT = 5202

@@ -32,7 +32,7 @@ from nictune.executors.celery_app import MEASURE_TASK, POOL_PREFIX, CelerySettin
 from nictune.executors.local import LocalExecutor
 from nictune.executors.pools import Registry, WorkerRecord, now_iso
 from nictune.executors.wire import result_to_dict
-from nictune.measure.journal import pid_alive
+from nictune.measure.trial.journal import pid_alive
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -50,7 +50,7 @@ class TrialTimeLimit(BaseException):
 
 
 def _restoring(frame: FrameType | None) -> bool:
-    from nictune.measure.transaction import Trial
+    from nictune.measure.trial.transaction import Trial
 
     while frame is not None:
         if frame.f_code is Trial._restore.__code__:
@@ -193,7 +193,7 @@ def register_measure_task(app: Celery, executor: LocalExecutor, state: WorkerSta
                 log.warning("%s: request %s was withdrawn by its job; dropped unmeasured", me, key)
                 raise Ignore()
             # Trials of other workers on this testbed or on the machine-wide settings this one
-            # changes wait inside executor.measure (nictune.measure.locks).
+            # changes wait inside executor.measure (nictune.measure.trial.locks).
             with time_limit(cfg.time_limit_s):
                 result = executor.measure(request)
         except TrialTimeLimit as exc:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from nictune.executors import LocalExecutor
 from nictune.jobs.runner import JobSpec, _local_executor, check_spec, start_configs
-from nictune.measure.dryrun import DryRun
 from nictune.measure.testbeds import open_testbed
+from nictune.measure.trial.dryrun import DryRun
 
 #: How many of a job's start configurations a dry run shows (default, then baseline).
 FIRST_CONFIGURATIONS = 2

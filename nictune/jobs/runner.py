@@ -34,8 +34,8 @@ from nictune.jobs.evaluate import JobContext, Race, TrialEvent, evaluate, remeas
 from nictune.jobs.stopping import StopRules, check_stop_options, stop_text
 from nictune.measure import LATENCY_METRICS, METRICS, UNMEASURED, Workload, ignored_knobs_notice
 from nictune.measure.appliers.registry import load_checked_space
+from nictune.measure.benchmarks.workloads import resolve_workload
 from nictune.measure.testbeds import check_modelled
-from nictune.measure.workloads import resolve_workload
 from nictune.optimizer import ENGINES, OBJECTIVES, Engine, Goal, Score, make_engine
 from nictune.optimizer.fidelity import DEFAULT_RISK, ShortRunRule
 from nictune.optimizer.pareto import pareto_front, recommend_from_front
@@ -89,7 +89,7 @@ class JobSpec:
     testbed: str
     #: A built-in workload's name, a workload file's path, or an inline definition (the file form).
     workload: str | Mapping[str, Any] = "tcp"
-    #: Fields of the workload changed (:data:`nictune.measure.workload_spec.OPTION_KEYS`:
+    #: Fields of the workload changed (:data:`nictune.measure.benchmarks.workload_spec.OPTION_KEYS`:
     #: streams, length, bitrate, reverse, bidir, omit, msg_size, rate); ``scenario`` and
     #: ``duration_s`` below change it too.
     workload_options: Mapping[str, Any] = field(default_factory=dict)

@@ -28,11 +28,13 @@ from nictune.measure._base import (
 _LAZY = {
     "APPLIERS": "appliers", "Applier": "appliers", "ProbeResult": "appliers", "applier_for": "appliers",
     "validate_settings": "appliers", "GLOBAL_SYSCTLS": "hosts", "Host": "hosts", "LocalHost": "hosts",
-    "NetnsHost": "hosts", "SshHost": "hosts", "Endpoints": "benchmark", "run_iperf3": "iperf3",
-    "Journal": "journal", "ReplayReport": "journal", "replay_journal": "journal", "state_dir": "journal",
+    "NetnsHost": "hosts", "SshHost": "hosts", "Endpoints": "benchmarks.benchmark",
+    "run_iperf3": "benchmarks.iperf3", "run_sockperf": "benchmarks.sockperf",
+    "Journal": "trial.journal", "ReplayReport": "trial.journal", "replay_journal": "trial.journal",
+    "state_dir": "trial.journal", "Trial": "trial.transaction",
     "PairSpec": "testbeds", "SshPairTestbed": "testbeds", "check_pair": "testbeds", "load_pair": "testbeds",
-    "ProbeRow": "probe", "probe_settings": "probe", "Trial": "transaction", "VethPair": "testbeds",
-    "VethTestbed": "testbeds", "list_pairs": "testbeds", "run_sockperf": "sockperf",
+    "ProbeRow": "probing.probe", "probe_settings": "probing.probe", "VethPair": "testbeds",
+    "VethTestbed": "testbeds", "list_pairs": "testbeds",
 }
 
 

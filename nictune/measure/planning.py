@@ -15,7 +15,7 @@ patched into their real output.
 
 A dry run's result (:class:`DryRun`, one :class:`TrialPlan` per trial) is defined here too,
 next to the commands it lists, for the Testbed interface to name
-(:mod:`nictune.measure.dryrun` builds it).
+(:mod:`nictune.measure.trial.dryrun` builds it).
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from nictune import db
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.measure.testbeds import open_testbed
-from nictune.measure.workloads import get_workload
 from nictune.search_spaces import load_space
 from tests.cli.test_piped_output import ANSI, TRIAL
 from tests.processes import interrupt

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from nictune.measure.workloads import BUILTIN_NAMES
+from nictune.measure.benchmarks.workloads import BUILTIN_NAMES
 
 pytestmark = pytest.mark.system  # runs nictune in subprocesses
 

@@ -27,7 +27,7 @@ from nictune.executors.celery_app import CelerySettings
 from nictune.executors.celery_executor import ExecutorFactory
 from nictune.executors.local import LocalExecutor
 from nictune.executors.pools import Registry
-from nictune.measure.workloads import get_workload
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.search_spaces import load_space
 from tests.executors.support import REDIS_URL, delete_prefix, require_redis, start_worker, unique_prefix, wait_worker
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import random
 
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.measure.testbeds import SimTestbed
-from nictune.measure.workloads import get_workload
 from nictune.optimizer import Goal, Score
 from nictune.search_spaces import Configuration, SearchSpace
 

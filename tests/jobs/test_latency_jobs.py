@@ -11,7 +11,7 @@ from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, create_job, job_report
 from nictune.jobs.evaluate import bench_seconds
 from nictune.measure._base import LatencyProbe
-from nictune.measure.workloads import WORKLOADS
+from nictune.measure.benchmarks.workloads import WORKLOADS
 
 
 @pytest.mark.parametrize("workload", ["latency", "tcp+latency"])

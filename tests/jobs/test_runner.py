@@ -17,9 +17,9 @@ from nictune import db
 from nictune.executors import LocalExecutor
 from nictune.jobs import JobRunner, JobSpec, create_job, job_header, job_report, trial_rows
 from nictune.jobs.runner import JobOutcome
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.measure.sim import PROFILES
 from nictune.measure.testbeds import SimTestbed
-from nictune.measure.workloads import get_workload
 from nictune.optimizer import Goal
 from nictune.search_spaces import load_space
 from tests.jobs.optimum import coordinate_optimum

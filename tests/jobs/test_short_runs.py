@@ -12,9 +12,9 @@ from nictune import db
 from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, create_job, job_report
 from nictune.jobs.evaluate import TrialEvent
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.measure.sim import PROFILES
 from nictune.measure.testbeds import SimTestbed
-from nictune.measure.workloads import get_workload
 from nictune.search_spaces import load_space
 
 SPEC = JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=30, seed=3, warm_start=False,

@@ -9,7 +9,7 @@ from sqlalchemy import Engine
 from nictune import db
 from nictune.errors import InvalidInputError
 from nictune.jobs import JobRunner, JobSpec, create_job
-from nictune.measure.workloads import resolve_workload
+from nictune.measure.benchmarks.workloads import resolve_workload
 
 OPTIONS = {"streams": 4, "length": 1400, "bitrate": "5G"}
 

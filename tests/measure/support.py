@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nictune.measure.busy import BUSY_LOOP
+from nictune.measure.benchmarks.busy import BUSY_LOOP
 from nictune.measure.hosts import GLOBAL_SYSCTLS, NetnsHost, SshHost, sysctl_path
 from nictune.search_spaces._base import Family, Setting
 

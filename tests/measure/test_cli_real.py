@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from nictune.measure.hosts import LocalHost
-from nictune.measure.journal import Journal
-from nictune.measure.locks import exclusive
 from nictune.measure.testbeds.veth import VethPair
+from nictune.measure.trial.journal import Journal
+from nictune.measure.trial.locks import exclusive
 from tests.measure.support import unique_name, wait_no_processes
 from tests.processes import interrupt
 

@@ -13,14 +13,14 @@ import pytest
 
 from nictune.errors import InvalidInputError
 from nictune.measure._base import LatencyProbe, Workload
-from nictune.measure.dryrun import is_write, plan_trial
+from nictune.measure.benchmarks.iperf3 import Endpoints
+from nictune.measure.benchmarks.workloads import WORKLOADS
 from nictune.measure.hosts import LocalHost, NetnsHost, sysctl_path
-from nictune.measure.iperf3 import Endpoints
-from nictune.measure.journal import Journal
 from nictune.measure.planning import PlannedCommand, is_read_only
 from nictune.measure.testbeds.veth import VethPair, list_namespaces
-from nictune.measure.transaction import Trial
-from nictune.measure.workloads import WORKLOADS
+from nictune.measure.trial.dryrun import is_write, plan_trial
+from nictune.measure.trial.journal import Journal
+from nictune.measure.trial.transaction import Trial
 from nictune.search_spaces._base import Family, Setting
 from tests.measure.support import global_sysctls, leftover_processes, unique_name, wait_no_processes
 

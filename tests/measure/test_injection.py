@@ -10,11 +10,11 @@ import pytest
 from nictune.errors import InvalidInputError
 from nictune.measure._base import Workload
 from nictune.measure.appliers import APPLIERS, validate_settings
+from nictune.measure.benchmarks.iperf3 import Endpoints
 from nictune.measure.hosts import Host
-from nictune.measure.iperf3 import Endpoints
-from nictune.measure.journal import Journal
 from nictune.measure.testbeds.pair_file import load_pair
-from nictune.measure.transaction import Trial
+from nictune.measure.trial.journal import Journal
+from nictune.measure.trial.transaction import Trial
 from nictune.search_spaces._base import Family, Setting
 
 F = Family

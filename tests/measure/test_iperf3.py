@@ -6,8 +6,8 @@ import pytest
 
 from nictune.errors import MeasurementError
 from nictune.measure._base import LATENCY_METRICS, METRICS, UNMEASURED, Workload
-from nictune.measure.busy import BusyLoad
-from nictune.measure.counters import (
+from nictune.measure.benchmarks.busy import BusyLoad
+from nictune.measure.benchmarks.counters import (
     bottleneck_metrics,
     busiest_core_pct,
     counter_delta,
@@ -16,14 +16,14 @@ from nictune.measure.counters import (
     read_counters,
     read_sender_counters,
 )
-from nictune.measure.hosts import LocalHost
-from nictune.measure.iperf3 import (
+from nictune.measure.benchmarks.iperf3 import (
     Endpoints,
     client_argv,
     parse_client_json,
     run_iperf3,
     server_argv,
 )
+from nictune.measure.hosts import LocalHost
 from nictune.measure.testbeds.veth import VethPair
 from nictune.measure.topology import online_cpus
 from tests.measure.support import leftover_processes
@@ -152,7 +152,7 @@ def test_command_lines() -> None:
 
 def test_intervals_leave_the_omitted_warm_up_out() -> None:
     """Issue 29: the per-interval rates a short run is judged by; iperf3 marks the ``-O`` ones."""
-    from nictune.measure.iperf3 import interval_rates
+    from nictune.measure.benchmarks.iperf3 import interval_rates
 
     data = {"intervals": [{"sum": {"bits_per_second": 1e9, "seconds": 0.5, "omitted": True}},
                           {"sum": {"bits_per_second": 9e9, "seconds": 0.5, "omitted": False}},

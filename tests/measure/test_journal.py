@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from nictune.measure.appliers import applier_for
-from nictune.measure.journal import CLEANUPS, Journal, replay_journal, state_dir
 from nictune.measure.testbeds.veth import VethPair, remove_pair
+from nictune.measure.trial.journal import CLEANUPS, Journal, replay_journal, state_dir
 from nictune.search_spaces._base import Family, Setting
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from nictune.errors import HostCommandError
 from nictune.measure.hosts import LocalHost, NetnsHost, SshHost
-from nictune.measure.locks import changes_machine, machine_lock_path, trial_locks
+from nictune.measure.trial.locks import changes_machine, machine_lock_path, trial_locks
 from nictune.search_spaces._base import Family, Setting
 from tests.measure.support import SshServer
 

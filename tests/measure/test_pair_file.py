@@ -10,10 +10,10 @@ import pytest
 
 from nictune.errors import InvalidInputError, MeasurementError
 from nictune.measure._base import LATENCY_METRICS, LatencyProbe, Workload
+from nictune.measure.benchmarks.workloads import WORKLOADS
 from nictune.measure.hosts import SshHost
 from nictune.measure.testbeds.pair_file import SshPairTestbed, check_pair, load_pair
 from nictune.measure.testbeds.veth import VethPair
-from nictune.measure.workloads import WORKLOADS
 from nictune.search_spaces._base import Family, Setting
 from tests.measure.support import SshServer, leftover_processes, start_sshd
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from nictune.measure.iperf3 import Endpoints
-from nictune.measure.probe import probe_settings
-from nictune.measure.probe_space import unsupported_knobs
+from nictune.measure.benchmarks.iperf3 import Endpoints
+from nictune.measure.probing.probe import probe_settings
+from nictune.measure.probing.probe_space import unsupported_knobs
 from nictune.measure.testbeds.veth import VethPair, VethTestbed
 from nictune.search_spaces import load_space
 from nictune.search_spaces._base import Family, Setting

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from nictune.measure.signals import SignalGuard
+from nictune.measure.trial.signals import SignalGuard
 
 
 def test_an_ignored_signal_stays_ignored_during_a_trial() -> None:

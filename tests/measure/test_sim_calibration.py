@@ -11,8 +11,8 @@ from dataclasses import replace
 
 import pytest
 
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.measure.sim import PROFILES, evaluate
-from nictune.measure.workloads import get_workload
 from nictune.search_spaces import load_space
 
 BENSON = PROFILES["sim:benson-40g"]

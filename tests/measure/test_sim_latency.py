@@ -14,10 +14,10 @@ from dataclasses import replace
 import pytest
 
 from nictune.measure._base import LATENCY_METRICS, LatencyProbe, Workload
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.measure.sim import PROFILES, evaluate
 from nictune.measure.sim.profiles import with_defaults
 from nictune.measure.testbeds import SimTestbed
-from nictune.measure.workloads import get_workload
 from nictune.search_spaces import Family, Setting, load_space
 from nictune.search_spaces.space import SearchSpace
 

@@ -6,10 +6,10 @@ import statistics
 
 import pytest
 
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.measure.sim.model import modelled_keys
 from nictune.measure.sim.profiles import PROFILES
 from nictune.measure.testbeds import SimTestbed, open_testbed
-from nictune.measure.workloads import get_workload
 from nictune.search_spaces import builtin_names, load_space
 
 

@@ -11,12 +11,12 @@ import pytest
 
 from nictune.errors import InvalidInputError, MeasurementError
 from nictune.measure._base import LATENCY_METRICS, UNMEASURED, LatencyProbe
-from nictune.measure.benchmark import Endpoints, missing_programs, wait_listening
+from nictune.measure.benchmarks.benchmark import Endpoints, missing_programs, wait_listening
+from nictune.measure.benchmarks.sockperf import benchmark_argvs, check_probe, client_argv, parse_output, server_argv
+from nictune.measure.benchmarks.workloads import WORKLOADS
 from nictune.measure.hosts import LocalHost
-from nictune.measure.sockperf import benchmark_argvs, check_probe, client_argv, parse_output, server_argv
 from nictune.measure.testbeds.veth import VethPair, VethTestbed
-from nictune.measure.transaction import check_workload
-from nictune.measure.workloads import WORKLOADS
+from nictune.measure.trial.transaction import check_workload
 from nictune.search_spaces._base import Family, Setting
 from tests.measure.support import global_sysctls, leftover_processes, wait_no_processes
 

@@ -28,9 +28,9 @@ from nictune.errors import InvalidInputError, UnknownNameError
 from nictune.measure import UNMEASURED, Testbed, Workload
 from nictune.measure.appliers import applier_for
 from nictune.measure.hosts import Host, LocalHost, SshHost
-from nictune.measure.journal import Journal
 from nictune.measure.planning import is_read_only
 from nictune.measure.testbeds import TESTBED_KINDS, VethPair, kind_of, known_testbeds, open_testbed
+from nictune.measure.trial.journal import Journal
 from nictune.search_spaces import Family, Setting, builtin_names
 from tests.measure.support import global_sysctls, start_sshd
 

@@ -15,8 +15,8 @@ import pytest
 from nictune.errors import MeasurementError
 from nictune.measure._base import Workload
 from nictune.measure.hosts import LocalHost, sysctl_path
-from nictune.measure.journal import Journal, replay_journal
 from nictune.measure.testbeds.veth import VethPair, VethTestbed
+from nictune.measure.trial.journal import Journal, replay_journal
 from nictune.search_spaces._base import Family, Setting
 from tests.measure.support import CRASH_SETTINGS, iperf3_clients, wait_no_processes
 

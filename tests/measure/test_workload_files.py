@@ -12,9 +12,9 @@ import pytest
 from nictune.db import content_hash
 from nictune.errors import InvalidInputError, MeasurementError, UnknownNameError
 from nictune.measure._base import LatencyProbe, Workload
-from nictune.measure.iperf3 import client_argv, parse_client_json
-from nictune.measure.workload_spec import Source, definition_of, format_bitrate, parse_bitrate
-from nictune.measure.workloads import (
+from nictune.measure.benchmarks.iperf3 import client_argv, parse_client_json
+from nictune.measure.benchmarks.workload_spec import Source, definition_of, format_bitrate, parse_bitrate
+from nictune.measure.benchmarks.workloads import (
     BUILTIN_NAMES,
     DESCRIPTIONS,
     WORKLOADS,
@@ -38,7 +38,7 @@ PYTHON_BUILTINS = {
 
 
 def test_builtins_are_yaml_files_with_the_cache_keys_they_always_had() -> None:
-    folder = resources.files("nictune.measure") / "builtin_workloads"
+    folder = resources.files("nictune.measure.benchmarks") / "builtin_workloads"
     assert sorted(p.name for p in folder.iterdir()) == sorted(f"{n}.yaml" for n in BUILTIN_NAMES)
     assert list(WORKLOADS) == list(BUILTIN_NAMES) == list(DESCRIPTIONS)
     for name, old in PYTHON_BUILTINS.items():

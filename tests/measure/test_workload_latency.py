@@ -7,7 +7,7 @@ import pytest
 from nictune.errors import InvalidInputError
 from nictune.jobs.runner import check_goal_workload
 from nictune.measure._base import LATENCY_METRICS, LatencyProbe, Workload
-from nictune.measure.workloads import WORKLOADS
+from nictune.measure.benchmarks.workloads import WORKLOADS
 from nictune.optimizer import Goal
 
 

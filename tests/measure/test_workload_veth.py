@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from nictune.measure.iperf3 import Endpoints, run_iperf3
+from nictune.measure.benchmarks.iperf3 import Endpoints, run_iperf3
+from nictune.measure.benchmarks.workloads import resolve_workload
 from nictune.measure.testbeds.veth import VethPair
-from nictune.measure.workloads import resolve_workload
 from tests.measure.support import leftover_processes, unique_name
 
 pytestmark = pytest.mark.netns

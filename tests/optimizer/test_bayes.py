@@ -9,9 +9,9 @@ import statistics
 import pytest
 
 from nictune.errors import InvalidInputError
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.measure.sim import PROFILES
 from nictune.measure.testbeds import SimTestbed
-from nictune.measure.workloads import get_workload
 from nictune.optimizer import BayesEngine, Goal, Score, make_engine
 from nictune.optimizer.acquisition import normal_scores
 from nictune.optimizer.diagnosis import relieved

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from nictune.errors import InvalidInputError
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.measure.sim import PROFILES
 from nictune.measure.testbeds import SimTestbed
-from nictune.measure.workloads import get_workload
 from nictune.optimizer import Engine, Goal, make_engine
 from nictune.optimizer.acquisition import expected_gain, expected_improvement, value_map
 from nictune.search_spaces import Configuration, load_space

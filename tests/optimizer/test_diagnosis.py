@@ -8,9 +8,9 @@ import random
 
 import pytest
 
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.measure.sim import PROFILES
 from nictune.measure.testbeds import SimTestbed
-from nictune.measure.workloads import get_workload
 from nictune.optimizer import BayesEngine, Goal, Score
 from nictune.optimizer.diagnosis import THRESHOLDS, relief_moves, relieved, saturated
 from nictune.search_spaces import load_space, space_from_dict

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nictune.measure.benchmarks.workloads import get_workload
 from nictune.measure.sim import PROFILES
 from nictune.measure.testbeds import SimTestbed
-from nictune.measure.workloads import get_workload
 from nictune.optimizer import Goal, RacingPolicy
 from nictune.optimizer.racing import Interval, t_cdf, t_quantile
 from nictune.search_spaces import load_space

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from nictune.jobs.runner import start_configs
-from nictune.measure.probe_space import _fitted_profile
+from nictune.measure.probing.probe_space import _fitted_profile
 from nictune.search_spaces import builtin_names, load_space, space_from_dict
 from nictune.search_spaces.profiles import PROFILE_FIELDS, profile_definition
 

@@ -30,7 +30,7 @@ from starlette.types import Scope
 from nictune import __version__
 from nictune.api.errors import ApiError
 from nictune.api.views import SIM_NOTE
-from nictune.measure.workloads import DESCRIPTIONS, WORKLOADS
+from nictune.measure.benchmarks.workloads import DESCRIPTIONS, WORKLOADS
 from nictune.metrics import DEFINITIONS
 from nictune.optimizer import OBJECTIVES
 

@@ -24,7 +24,7 @@ from nictune.api.views import clean_metrics, clean_score, config_dict, finite, s
 from nictune.db import session_scope, workload_names
 from nictune.db.best import ConfigAggregate, configuration_means, noise_by_fingerprint, rank, ranked_rows
 from nictune.errors import UnknownNameError
-from nictune.measure.workloads import WORKLOADS, check_workload_name
+from nictune.measure.benchmarks.workloads import WORKLOADS, check_workload_name
 from nictune.optimizer import OBJECTIVES, Goal, MetricConstraint
 from nictune.optimizer.racing import RacingPolicy
 

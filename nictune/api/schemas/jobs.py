@@ -9,9 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSc
 from pydantic_core import PydanticCustomError
 
 from nictune.api.schemas.common import Page, enum_of
+from nictune.measure.benchmarks.workloads import WORKLOADS
 from nictune.measure.sim import PROFILES
 from nictune.measure.testbeds import DEFAULT_TESTBED
-from nictune.measure.workloads import WORKLOADS
 from nictune.optimizer import ENGINES, OBJECTIVES
 
 StopReason = Literal["budget", "time-limit", "patience", "expected-improvement", "engine-done", "interrupted",

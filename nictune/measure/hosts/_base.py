@@ -157,7 +157,7 @@ class Host(ABC):
     def machine_lock(self) -> AbstractContextManager[None]:
         """A lock held *on the machine itself* while a trial changes its settings, for machines
         that other controllers may drive too (an SSH host). None by default: on this machine,
-        the lock files of :mod:`nictune.measure.locks` already serialise every nictune run."""
+        the lock files of :mod:`nictune.measure.trial.locks` already serialise every nictune run."""
         return nullcontext()
 
     def machine_id(self) -> str | None:

@@ -103,8 +103,8 @@ def recover(testbed: str) -> list[str]:
     Raises:
         RestoreError: the journal could not be replayed; the host needs attention.
     """
-    from nictune.measure.journal import Journal, replay_journal
-    from nictune.measure.locks import exclusive
+    from nictune.measure.trial.journal import Journal, replay_journal
+    from nictune.measure.trial.locks import exclusive
 
     messages: list[str] = []
     journal = Journal(testbed)

@@ -28,19 +28,19 @@ from typing import TYPE_CHECKING, Any
 
 from nictune.errors import HostCommandError, InvalidInputError, MeasurementError
 from nictune.measure._base import Testbed, TrialResult, Workload
-from nictune.measure.benchmark import Endpoints, missing_programs
-from nictune.measure.fingerprint import host_fingerprint
+from nictune.measure.benchmarks.benchmark import Endpoints, missing_programs
 from nictune.measure.hosts import Host, LocalHost, NetnsHost, SshHost
-from nictune.measure.journal import Journal
-from nictune.measure.probe_space import unsupported_knobs
+from nictune.measure.probing.fingerprint import host_fingerprint
+from nictune.measure.probing.probe_space import unsupported_knobs
 from nictune.measure.testbeds._base import register_testbed
 from nictune.measure.testbeds.pair_schema import SSH_URL, PairFile
-from nictune.measure.transaction import Trial
+from nictune.measure.trial.journal import Journal
+from nictune.measure.trial.transaction import Trial
 from nictune.search_spaces import SearchSpace, Setting
 from nictune.yamlfile import not_a_mapping, parse_yaml, validated
 
 if TYPE_CHECKING:
-    from nictune.measure.dryrun import DryRun
+    from nictune.measure.trial.dryrun import DryRun
 
 #: Programs a pair host needs (sockperf only for a workload with a latency part: a trial
 #: checks it then).
@@ -226,20 +226,20 @@ class SshPairTestbed(Testbed):
         return "linux-nic"
 
     def unsupported_knobs(self, space: SearchSpace) -> dict[str, str]:
-        """Probed on both hosts (:func:`~nictune.measure.probe_space.unsupported_knobs`)."""
+        """Probed on both hosts (:func:`~nictune.measure.probing.probe_space.unsupported_knobs`)."""
         return unsupported_knobs(space, self.endpoints())
 
     def measure(
         self, settings: list[Setting], workload: Workload, repeats: int, seed: int
     ) -> TrialResult:
-        """Run one trial (see :class:`~nictune.measure.transaction.Trial`)."""
+        """Run one trial (see :class:`~nictune.measure.trial.transaction.Trial`)."""
         return Trial(self.endpoints(), self.journal).run(settings, workload, repeats, seed)
 
     def dry_run(
         self, trials: Sequence[tuple[str, list[Setting]]], workload: Workload, repeats: int
     ) -> DryRun:
         """Each trial planned on the two hosts (reads run over SSH; nothing else does)."""
-        from nictune.measure.dryrun import DryRun, journal_notes, plan_trial
+        from nictune.measure.trial.dryrun import DryRun, journal_notes, plan_trial
 
         run = DryRun(self.name, self.kind, False, notes=journal_notes(self.journal))
         run.trials = [plan_trial(self.endpoints(), settings, workload, repeats, label)

@@ -21,7 +21,7 @@ from nictune.search_spaces import Setting
 from nictune.search_spaces.space import SearchSpace
 
 if TYPE_CHECKING:
-    from nictune.measure.dryrun import DryRun
+    from nictune.measure.trial.dryrun import DryRun
 
 #: Default coefficient of variation of simulated measurements.
 DEFAULT_NOISE = 0.03
@@ -100,7 +100,7 @@ class SimTestbed(Testbed):
     ) -> DryRun:
         """A model runs nothing anywhere: each trial lists the settings the model would be
         given, each marked with whether the model has a term for it."""
-        from nictune.measure.dryrun import DryRun, TrialPlan
+        from nictune.measure.trial.dryrun import DryRun, TrialPlan
 
         check_modelled(workload)
         known = modelled_keys(self.profile)

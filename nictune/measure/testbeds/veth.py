@@ -20,17 +20,17 @@ from typing import TYPE_CHECKING, Any
 from nictune.errors import HostCommandError, InvalidInputError
 from nictune.measure._base import Testbed, TrialResult, Workload
 from nictune.measure.appliers import validate_settings
-from nictune.measure.benchmark import Endpoints
-from nictune.measure.fingerprint import cpu_model, driver_info, kernel_release
+from nictune.measure.benchmarks.benchmark import Endpoints
 from nictune.measure.hosts import Host, LocalHost, NetnsHost, host_from_spec
-from nictune.measure.journal import Journal, register_cleanup
-from nictune.measure.probe_space import unsupported_knobs
+from nictune.measure.probing.fingerprint import cpu_model, driver_info, kernel_release
+from nictune.measure.probing.probe_space import unsupported_knobs
 from nictune.measure.testbeds._base import register_testbed
-from nictune.measure.transaction import Trial
+from nictune.measure.trial.journal import Journal, register_cleanup
+from nictune.measure.trial.transaction import Trial
 from nictune.search_spaces import SearchSpace, Setting
 
 if TYPE_CHECKING:
-    from nictune.measure.dryrun import DryRun
+    from nictune.measure.trial.dryrun import DryRun
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")
 
@@ -175,7 +175,7 @@ class VethTestbed(Testbed):
     Args:
         name: the pair's name (``nt0`` -> testbed ``veth:nt0``).
         port: iperf3 port inside the receiver namespace.
-        state_dir: journal directory (default: :func:`~nictune.measure.journal.state_dir`).
+        state_dir: journal directory (default: :func:`~nictune.measure.trial.journal.state_dir`).
         host: the machine the namespaces live on.
     """
 
@@ -228,14 +228,14 @@ class VethTestbed(Testbed):
         return "veth"
 
     def unsupported_knobs(self, space: SearchSpace) -> dict[str, str]:
-        """Probed in the pair's namespaces (:func:`~nictune.measure.probe_space.unsupported_knobs`)."""
+        """Probed in the pair's namespaces (:func:`~nictune.measure.probing.probe_space.unsupported_knobs`)."""
         self.ensure_up()
         return unsupported_knobs(space, self.endpoints())
 
     def measure(
         self, settings: list[Setting], workload: Workload, repeats: int, seed: int
     ) -> TrialResult:
-        """Run one trial (see :class:`~nictune.measure.transaction.Trial`)."""
+        """Run one trial (see :class:`~nictune.measure.trial.transaction.Trial`)."""
         self.ensure_up()
         resources = []
         if self.created:
@@ -251,7 +251,14 @@ class VethTestbed(Testbed):
     ) -> DryRun:
         """Each trial planned in the pair's namespaces; a missing pair is not created: its setup
         and teardown commands are listed, and the trials their validated settings only."""
-        from nictune.measure.dryrun import DryRun, TrialPlan, journal_notes, plan_trial, planned_commands, setting_dict
+        from nictune.measure.trial.dryrun import (
+            DryRun,
+            TrialPlan,
+            journal_notes,
+            plan_trial,
+            planned_commands,
+            setting_dict,
+        )
 
         run = DryRun(self.name, self.kind, False, notes=journal_notes(self.journal))
         if self.pair.exists():

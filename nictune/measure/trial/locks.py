@@ -2,7 +2,7 @@
 
 A trial snapshots settings, applies its own and restores the snapshot. Two trials
 overlapping on the same settings would snapshot each other's values and leave the wrong
-ones behind, so every trial (:class:`~nictune.measure.transaction.Trial`), whichever
+ones behind, so every trial (:class:`~nictune.measure.trial.transaction.Trial`), whichever
 process runs it (a CLI job, the service, a Celery worker), holds:
 
 * the **testbed lock** (a file next to the testbed's journal): one trial per testbed at a

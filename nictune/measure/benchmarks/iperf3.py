@@ -3,8 +3,8 @@
 The receiver runs a one-off server (``iperf3 -s -1 -p PORT --idle-timeout N -J``), the
 sender the client; both can be pinned with ``taskset -c``. The run has a hard timeout
 (duration + warm-up + margin) after which both ends are killed. Counters are read on both
-ends before and after (see :mod:`nictune.measure.counters`). The server's life and the
-endpoints are :mod:`nictune.measure.benchmark`'s, shared with sockperf.
+ends before and after (see :mod:`nictune.measure.benchmarks.counters`). The server's life and the
+endpoints are :mod:`nictune.measure.benchmarks.benchmark`'s, shared with sockperf.
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ from typing import Any
 
 from nictune.errors import MeasurementError
 from nictune.measure._base import Sample, Workload
-from nictune.measure.benchmark import TIMEOUT_MARGIN_S, Endpoints, pinned, run_client, serving
-from nictune.measure.counters import (
+from nictune.measure.benchmarks.benchmark import TIMEOUT_MARGIN_S, Endpoints, pinned, run_client, serving
+from nictune.measure.benchmarks.counters import (
     bottleneck_metrics,
     counter_delta,
     derive,
     read_counters,
     read_sender_counters,
 )
+from nictune.measure.benchmarks.workload_spec import MAX_STREAMS, TCP_LENGTH, UDP_LENGTH
 from nictune.measure.hosts import Host
 from nictune.measure.validation import check_int, check_token
-from nictune.measure.workload_spec import MAX_STREAMS, TCP_LENGTH, UDP_LENGTH
 
 
 def server_argv(port: int, idle_timeout: int, cpus: str | None = None) -> list[str]:

@@ -2,7 +2,7 @@
 :class:`~nictune.measure.planning.PlanningHost` s (reads happen, nothing else does).
 
 :func:`plan_trial` takes the same steps as :meth:`Trial.run
-<nictune.measure.transaction.Trial.run>` (validation, :func:`plan`, snapshot, apply, verify,
+<nictune.measure.trial.transaction.Trial.run>` (validation, :func:`plan`, snapshot, apply, verify,
 reachability, the iperf3 and sockperf argv, restore) without its locks and its journal, so the commands
 it returns are the ones a real trial then executes, with the values read now.
 
@@ -19,11 +19,11 @@ from typing import Any
 
 from nictune.measure._base import Workload
 from nictune.measure.appliers import applier_for, validate_settings
-from nictune.measure.benchmark import Endpoints
-from nictune.measure.busy import busy_commands
+from nictune.measure.benchmarks.benchmark import Endpoints
+from nictune.measure.benchmarks.busy import busy_commands
+from nictune.measure.benchmarks.iperf3 import benchmark_argvs as iperf3_argvs
+from nictune.measure.benchmarks.sockperf import benchmark_argvs as sockperf_argvs
 from nictune.measure.hosts import Host, NetnsHost
-from nictune.measure.iperf3 import benchmark_argvs as iperf3_argvs
-from nictune.measure.journal import Journal
 from nictune.measure.planning import (
     PHASES,
     DryRun,
@@ -35,8 +35,8 @@ from nictune.measure.planning import (
     is_write,
     scope,
 )
-from nictune.measure.sockperf import benchmark_argvs as sockperf_argvs
-from nictune.measure.transaction import Trial, pinning, plan
+from nictune.measure.trial.journal import Journal
+from nictune.measure.trial.transaction import Trial, pinning, plan
 from nictune.measure.validation import parse_cpu_list
 from nictune.search_spaces import Setting
 
@@ -58,7 +58,7 @@ def planned_commands(phase: str, commands: Sequence[tuple[Host, list[str]]], sid
 def benchmark_commands(ends: Endpoints, workload: Workload, sender_cpus: str | None,
                        receiver_cpus: str | None) -> list[tuple[list[str], list[str]]]:
     """``(server argv, client argv)`` of each benchmark of one repeat, in the order
-    :func:`~nictune.measure.transaction.run_workload` runs them: iperf3, then sockperf."""
+    :func:`~nictune.measure.trial.transaction.run_workload` runs them: iperf3, then sockperf."""
     out = []
     if workload.throughput:
         out.append(iperf3_argvs(ends, workload, sender_cpus, receiver_cpus)[:2])
@@ -69,7 +69,7 @@ def benchmark_commands(ends: Endpoints, workload: Workload, sender_cpus: str | N
 
 def plan_trial(ends: Endpoints, settings: Sequence[Setting], workload: Workload, repeats: int,
                label: str = "") -> TrialPlan:
-    """Everything :class:`~nictune.measure.transaction.Trial` would do for ``settings`` on
+    """Everything :class:`~nictune.measure.trial.transaction.Trial` would do for ``settings`` on
     ``ends``, found by running its steps on planning hosts: reads run, nothing else does.
 
     Raises:

@@ -15,8 +15,8 @@ from typing import Any
 
 from nictune.errors import NictuneError
 from nictune.measure.appliers import applier_for
-from nictune.measure.benchmark import Endpoints
-from nictune.measure.probe import probe_settings
+from nictune.measure.benchmarks.benchmark import Endpoints
+from nictune.measure.probing.probe import probe_settings
 from nictune.search_spaces import Knob, SearchSpace, Setting, Value
 from nictune.search_spaces.profiles import profile_definition
 

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 from nictune.errors import NictuneError
 from nictune.measure.appliers import applier_for
-from nictune.measure.benchmark import Endpoints
+from nictune.measure.benchmarks.benchmark import Endpoints
 from nictune.measure.hosts import Host
 from nictune.search_spaces import Family, Setting, split_target
 

@@ -110,7 +110,7 @@ class Journal:
 
     @property
     def lock_path(self) -> Path:
-        """The testbed's lock file (:mod:`nictune.measure.locks`), next to the journal."""
+        """The testbed's lock file (:mod:`nictune.measure.trial.locks`), next to the journal."""
         return self.path.with_suffix(".lock")
 
     def exists(self) -> bool:

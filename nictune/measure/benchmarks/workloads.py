@@ -1,5 +1,5 @@
 """Workloads by name or file: the built-ins (YAML files shipped with nictune) and the user's
-workload files, loaded and checked by one path (:mod:`nictune.measure.workload_spec`)."""
+workload files, loaded and checked by one path (:mod:`nictune.measure.benchmarks.workload_spec`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import yaml
 
 from nictune.errors import InvalidInputError, UnknownNameError
 from nictune.measure._base import Workload
-from nictune.measure.workload_spec import Source, WorkloadEntry, with_options, workload_from_definition
+from nictune.measure.benchmarks.workload_spec import Source, WorkloadEntry, with_options, workload_from_definition
 from nictune.yamlfile import parse_yaml
 
 #: The built-in workloads, in the order they are listed (each is ``builtin_workloads/NAME.yaml``).
@@ -53,7 +53,7 @@ def workload_from_yaml(text: str, label: str, *, echo: bool = False) -> Workload
 
 
 def _builtin(name: str) -> WorkloadEntry:
-    text = (resources.files("nictune.measure") / "builtin_workloads" / f"{name}.yaml").read_text()
+    text = (resources.files("nictune.measure.benchmarks") / "builtin_workloads" / f"{name}.yaml").read_text()
     entry = workload_from_yaml(text, f"built-in workload {name}", echo=True)
     if entry.workload.name != name:
         raise InvalidInputError(f"built-in workload file {name}.yaml names itself {entry.workload.name!r}")
@@ -98,7 +98,7 @@ def load_workload_file(path_text: str) -> WorkloadEntry:
 def resolve_entry(workload: str | Mapping[str, Any], options: Mapping[str, Any] | None = None) -> WorkloadEntry:
     """The workload a user named: a built-in name, a workload file's path, or an inline
     definition (a mapping in the file form), changed by ``options``
-    (:data:`~nictune.measure.workload_spec.OPTION_KEYS`).
+    (:data:`~nictune.measure.benchmarks.workload_spec.OPTION_KEYS`).
 
     Raises:
         UnknownNameError: neither a built-in name nor a file reference.

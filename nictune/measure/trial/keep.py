@@ -21,11 +21,11 @@ from typing import Any
 
 from nictune.errors import InvalidInputError, MeasurementError, NictuneError, RestoreError
 from nictune.measure.appliers import applier_for, validate_settings
-from nictune.measure.benchmark import Endpoints
+from nictune.measure.benchmarks.benchmark import Endpoints
 from nictune.measure.hosts import Host, NetnsHost, host_from_spec, is_global_sysctl
-from nictune.measure.journal import Journal, ReplayReport, replay_journal, state_dir
-from nictune.measure.locks import MACHINE_FAMILIES, testbed_locks
-from nictune.measure.transaction import Step, Trial, check_reachable, plan
+from nictune.measure.trial.journal import Journal, ReplayReport, replay_journal, state_dir
+from nictune.measure.trial.locks import MACHINE_FAMILIES, testbed_locks
+from nictune.measure.trial.transaction import Step, Trial, check_reachable, plan
 from nictune.search_spaces import Family, Setting
 
 

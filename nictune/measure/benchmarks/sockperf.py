@@ -27,7 +27,7 @@ from typing import Any, get_args
 
 from nictune.errors import InvalidInputError, MeasurementError
 from nictune.measure._base import LatencyMode, LatencyProbe, Protocol, Sample
-from nictune.measure.benchmark import TIMEOUT_MARGIN_S, Endpoints, pinned, run_client, serving
+from nictune.measure.benchmarks.benchmark import TIMEOUT_MARGIN_S, Endpoints, pinned, run_client, serving
 from nictune.measure.validation import check_int, check_token, invalid
 
 #: The Debian (and Ubuntu) package that installs sockperf.

@@ -4,7 +4,7 @@ benchmark -> restore -> verify restore -> clear journal -> unlock.
 The benchmark of each repeat is the workload's: iperf3 for its throughput part, then
 sockperf for its latency part (:func:`run_workload`).
 
-The locks (:mod:`nictune.measure.locks`) keep trials of other runs off the same testbed and
+The locks (:mod:`nictune.measure.trial.locks`) keep trials of other runs off the same testbed and
 off the machine-wide settings this one changes until it has restored them.
 
 Settings are restored on success, on any exception, on a command timeout and on SIGINT /
@@ -26,16 +26,16 @@ from nictune.errors import MeasurementError, NictuneError, RestoreError
 from nictune.measure._base import Sample, TrialResult, Workload
 from nictune.measure.appliers import applier_for, validate_settings
 from nictune.measure.appliers.ip_link import link_info
-from nictune.measure.benchmark import Endpoints, missing_programs
-from nictune.measure.busy import BusyLoad
+from nictune.measure.benchmarks.benchmark import Endpoints, missing_programs
+from nictune.measure.benchmarks.busy import BusyLoad
+from nictune.measure.benchmarks.iperf3 import run_iperf3
+from nictune.measure.benchmarks.sockperf import PACKAGE as SOCKPERF_PACKAGE
+from nictune.measure.benchmarks.sockperf import check_probe, run_sockperf
 from nictune.measure.hosts import Host
-from nictune.measure.iperf3 import run_iperf3
-from nictune.measure.journal import Journal, replay_journal
-from nictune.measure.locks import trial_locks
-from nictune.measure.signals import SignalGuard, TrialInterrupted
-from nictune.measure.sockperf import PACKAGE as SOCKPERF_PACKAGE
-from nictune.measure.sockperf import check_probe, run_sockperf
 from nictune.measure.topology import resolve_placement
+from nictune.measure.trial.journal import Journal, replay_journal
+from nictune.measure.trial.locks import trial_locks
+from nictune.measure.trial.signals import SignalGuard, TrialInterrupted
 from nictune.measure.validation import parse_cpu_list
 from nictune.search_spaces import Family, Setting
 
