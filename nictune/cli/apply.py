@@ -57,7 +57,7 @@ def apply(
         if pair is not None and not pair.exists():
             raise InvalidInputError(f"{testbed} does not exist; create it with nictune testbed up --name "
                                     f"{pair.name}", field="testbed")
-        lines = keep_settings(bed.endpoints(), settings, bed.name)  # type: ignore[attr-defined]
+        lines = keep_settings(bed.endpoints(), settings, bed.journal_key)  # type: ignore[attr-defined]
         name = bed.name
     console.print(f"applied job {job_id} trial {number} to {name} and kept it:")
     for line in lines:
@@ -75,16 +75,22 @@ def restore(
     """
     from nictune.measure.trial.keep import restore_kept
 
+    keys: list[str] = []
     if testbed.endswith((".yaml", ".yml")):
         with open_testbed(testbed) as bed:
-            name = bed.name
+            # The pair's key; a configuration kept before 2026-11-28 was kept under the file's path.
+            name, keys = bed.name, [bed.journal_key, bed.name]
     else:
         name = "veth:nt0" if testbed == "veth" else testbed
         if name.startswith("veth:"):
             from nictune.measure.testbeds import check_pair_name
 
             check_pair_name(name.partition(":")[2])
-    report = restore_kept(name)
+    report = None
+    for key in dict.fromkeys(keys or [name]):
+        report = restore_kept(key)
+        if report is not None:
+            break
     if report is None:
         # Idempotent, as TuneD's "off": a cleanup step may run it whether or not apply did.
         console.print(f"nothing to restore on {name}: no configuration applied there (nictune apply keeps one)")

@@ -210,6 +210,14 @@ class Testbed(TestbedFacts):
 
     name: str
 
+    @property
+    def journal_key(self) -> str:
+        """The key of this testbed's apply journals and lock: what a trial journals under, what
+        crash recovery, ``nictune apply`` and ``nictune restore`` look for. Its name, unless a
+        kind names its hosts otherwise (an SSH pair: ``pair:NAME`` whichever file path opened it).
+        """
+        return self.name
+
     @abstractmethod
     def measure(
         self, settings: list[Setting], workload: Workload, repeats: int, seed: int

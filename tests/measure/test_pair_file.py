@@ -157,3 +157,20 @@ receiver: {{host: "netns:{veth_pair.rx}", interface: nosuchdev, address: {veth_p
         check_pair(load_pair(write(tmp_path, text)))
     assert "does not have address 10.9.9.9" in str(err.value)
     assert "nosuchdev does not exist" in str(err.value)
+
+
+def test_a_pair_opened_by_its_file_path_recovers_the_journal_its_trials_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trial on a pair journals under ``pair:NAME``; opening the pair by its file's path
+    (what the CLI does) looks there too, so a crashed run's leftovers are restored at once."""
+    from nictune.measure.testbeds import open_testbed
+
+    monkeypatch.setenv("NICTUNE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("NICTUNE_LOCK_DIR", str(tmp_path))
+    path = write(tmp_path, GOOD)
+    left = SshPairTestbed(load_pair(path)).journal  # where a trial on this pair journals
+    left.write({"testbed": "pair:lab", "hosts": {}, "entries": []})  # a dead run's, nothing applied yet
+    assert left.exists()
+    bed = open_testbed(str(path))
+    assert (bed.name, bed.journal_key) == (str(path), "pair:lab")
+    assert not left.exists()  # replayed and cleared when the testbed opened

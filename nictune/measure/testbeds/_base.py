@@ -93,7 +93,7 @@ def open_testbed(name: str, *, noise: float | None = None, recover_journal: bool
     """
     bed = kind_of(name).factory(name, noise)
     if recover_journal and not bed.simulated:
-        bed.notices = tuple(recover(bed.name))
+        bed.notices = tuple(recover(bed.journal_key))
     return bed
 
 

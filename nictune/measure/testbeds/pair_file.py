@@ -185,9 +185,14 @@ class SshPairTestbed(Testbed):
     def __init__(self, spec: PairSpec, state_dir: Path | None = None) -> None:
         self.spec = spec
         self.name = spec.path or spec.name
-        self.journal = Journal(f"pair:{spec.name}", state_dir)
+        self.journal = Journal(self.journal_key, state_dir)
         self._fingerprint: dict[str, str] | None = None
         self._ends: Endpoints | None = None
+
+    @property
+    def journal_key(self) -> str:
+        """``pair:NAME``: the pair's journals and lock are its name's, whichever file opened it."""
+        return f"pair:{self.spec.name}"
 
     def endpoints(self) -> Endpoints:
         """Sender and receiver hosts (SSH connections opened once and kept until
