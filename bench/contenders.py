@@ -138,7 +138,7 @@ def run_nictune(land: Landscape, engine: str, seed: int, budget: int, params: di
             if run.evaluations >= limit:
                 break
             measure(config)
-            eng.tell(config, score_policy.score(trials[config.hash]), Goal.mean_metrics(trials[config.hash]))
+            eng.tell(config, score_policy.stats.score(trials[config.hash]), Goal.mean_metrics(trials[config.hash]))
     for e in range(1, budget + 1):
         size = race_size(e)
         reserve = reserve_of[size]

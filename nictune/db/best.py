@@ -133,7 +133,7 @@ def rank(policy: RacingPolicy, candidates: list[ConfigAggregate],
     """Candidates best first (:meth:`RacingPolicy.aggregate_key`: feasible on their means
     first, by the objective's lower confidence bound), each with its fingerprint's noise;
     those missing a metric the goal needs are left out."""
-    prior = policy.noise({})[OBJECTIVE]
+    prior = policy.stats.noise({})[OBJECTIVE]
     scored = []
     for candidate in candidates:
         nz = noise.get(candidate.testbed_id, prior)
@@ -172,7 +172,7 @@ def ranked_rows(s: Session, policy: RacingPolicy, chosen: Sequence[tuple[Noise, 
         score = policy.goal.score(cand.metrics)
         rows.append(RankedConfiguration(
             candidate=cand, noise=nz, config=configs[cand.configuration_id], score=score,
-            interval=policy.shown(policy.mean_interval(score.value, cand.measurements, nz)),
+            interval=policy.stats.shown(policy.stats.mean_interval(score.value, cand.measurements, nz)),
             jobs=jobs.get((cand.testbed_id, cand.configuration_id), [])))
     return rows
 
@@ -195,4 +195,4 @@ def noise_by_fingerprint(policy: RacingPolicy, candidates: list[ConfigAggregate]
         var = max(0.0, square - mean * mean) * n / (n - 1)
         weighted[c.testbed_id] = weighted.get(c.testbed_id, 0.0) + var / (mean * mean) * (n - 1)
         dofs[c.testbed_id] = dofs.get(c.testbed_id, 0) + n - 1
-    return {testbed_id: policy.pooled_noise(weighted[testbed_id], dofs[testbed_id]) for testbed_id in weighted}
+    return {testbed_id: policy.stats.pooled_noise(weighted[testbed_id], dofs[testbed_id]) for testbed_id in weighted}

@@ -51,7 +51,7 @@ def _noise(policy: RacingPolicy, stats: Mapping[str, Any]) -> Noise:
             return Noise(float(raw["cv"]), float(raw["dof"]), int(raw.get("measured_dof", 0)))
         except (KeyError, TypeError, ValueError):
             pass
-    return policy.pooled_noise(0.0, 0)
+    return policy.stats.pooled_noise(0.0, 0)
 
 
 def _figures(policy: RacingPolicy, noise: Noise, row: Mapping[str, Any],
@@ -62,7 +62,7 @@ def _figures(policy: RacingPolicy, noise: Noise, row: Mapping[str, Any],
         oriented = policy.goal.objective.oriented(values)
     except NictuneError:  # the objective's metric is missing
         oriented = -math.inf
-    iv = policy.shown(policy.mean_interval(oriented, max(int(row.get("repeats") or 1), 1), noise))
+    iv = policy.stats.shown(policy.stats.mean_interval(oriented, max(int(row.get("repeats") or 1), 1), noise))
     return {"value": _finite(iv.mean),
             "interval": {"low": _finite(iv.low), "high": _finite(iv.high), "n": iv.n, "confidence": iv.confidence},
             "metrics": {m: _finite(values.get(m)) for m in metrics}}

@@ -127,9 +127,9 @@ class Race:
         ``None`` while nothing measured meets the constraints on its mean."""
         samples = self.snapshot()
         key = policy.recommend(samples)
-        if key is None or not policy.score(samples[key]).feasible:
+        if key is None or not policy.stats.score(samples[key]).feasible:
             return None
-        return policy.objective_interval(samples[key], policy.noise(samples)).low
+        return policy.stats.objective_interval(samples[key], policy.stats.noise(samples)).low
 
     def short_pairs(self, policy: RacingPolicy) -> list[tuple[float, float]]:
         """(short, full mean) oriented objective of the configurations measured at both fidelities."""
@@ -322,7 +322,7 @@ def _screened(ctx: JobContext, race: Race, number: int, config: Configuration, t
     objective = ctx.goal.objective
     short_value = statistics.fmean([objective.oriented(m) for m in short_metrics])
     snap = race.snapshot()
-    calibration = rule.calibrate(race.short_pairs(ctx.policy), ctx.policy.noise(snap)[OBJECTIVE].cv)
+    calibration = rule.calibrate(race.short_pairs(ctx.policy), ctx.policy.stats.noise(snap)[OBJECTIVE].cv)
     screen = rule.screen(short_value, incumbent_low, calibration, within)
     with race.lock:
         race.short[config.hash] = short_value

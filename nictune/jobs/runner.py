@@ -679,7 +679,7 @@ class JobRunner:
         """Tell ``on_trial`` about ``event``; returns the recommended configuration's hash."""
         best = race.recommended(ctx.policy)
         # The best so far meets the constraints (on its mean); before anything does there is none.
-        if best is not None and best in race.number and ctx.policy.score(race.samples[best]).feasible:
+        if best is not None and best in race.number and ctx.policy.stats.score(race.samples[best]).feasible:
             event.best_number = race.number[best]
             event.best_metrics = Goal.mean_metrics(race.samples[best])
         if self.on_trial:

@@ -34,11 +34,11 @@ def test_student_t_matches_tables() -> None:
 
 def test_noise_is_pooled_from_repeats_and_shrunk_to_the_prior() -> None:
     policy = RacingPolicy(GOAL, prior_cv=0.05, prior_dof=2)
-    assert policy.noise({"a": tp(10.0)})["objective"].cv == pytest.approx(0.05)
+    assert policy.stats.noise({"a": tp(10.0)})["objective"].cv == pytest.approx(0.05)
     rng = random.Random(1)
     trials = {str(i): tp(*(m * (1 + rng.gauss(0, 0.02)) for _ in range(4)))
               for i, m in enumerate([5.0, 10.0, 20.0, 40.0] * 10)}
-    noise = policy.noise(trials)["objective"]
+    noise = policy.stats.noise(trials)["objective"]
     assert noise.measured_dof == 120
     assert 0.016 < noise.cv < 0.025
     report = policy.noise_report(trials)
@@ -53,7 +53,7 @@ def test_noise_estimate_recovers_the_simulated_testbeds_noise() -> None:
     for i in range(15):
         config = space.sample(random.Random(i))
         trials[config.hash] = [s.metrics for s in bed.measure(space.settings(config), wl, 3, i).samples]
-    cv = RacingPolicy(GOAL, prior_cv=0.10).noise(trials)["objective"].cv
+    cv = RacingPolicy(GOAL, prior_cv=0.10).stats.noise(trials)["objective"].cv
     assert 0.018 < cv < 0.045  # lognormal 3% noise, clipped at the wire rate
 
 
@@ -131,7 +131,7 @@ def test_recommendation_prefers_surely_feasible_to_feasible_on_the_mean_only() -
     # "edge" is faster and feasible on its mean, but its loss interval straddles the limit.
     edge = [{"throughput_gbps": 8.0, "loss_pct": 0.098}] * 3
     safe = [{"throughput_gbps": 7.6, "loss_pct": 0.04}] * 3
-    assert policy.feasibility(edge, policy.noise({"edge": edge, "safe": safe})) == "maybe"
+    assert policy.stats.feasibility(edge, policy.stats.noise({"edge": edge, "safe": safe})) == "maybe"
     assert policy.recommend({"edge": edge, "safe": safe}) == "safe"
     assert policy.recommend({"edge": edge}) == "edge"  # still better than nothing
 
@@ -173,11 +173,11 @@ def test_recommendation_does_not_trade_most_of_the_throughput_for_a_loss_of_exac
     trials = {"edge": runs([11.1, 10.0, 11.0], [0.028, 0.105, 0.178]),
               "fast": runs([10.5, 9.8, 10.3], [0.005, 0.012, 0.132]),
               "lossless": runs([2.8, 2.8, 2.5], [0.0, 0.0, 0.0])}
-    noise = policy.noise(trials)
-    assert policy.feasibility(trials["fast"], noise) == "maybe"
-    assert policy.feasible_probability(trials["lossless"], noise) == 1.0
-    assert 0.9 < policy.feasible_probability(trials["fast"], noise) < 1.0
-    assert policy.feasible_probability(trials["edge"], noise) < 0.6  # mean 0.104: breaks it on the mean
+    noise = policy.stats.noise(trials)
+    assert policy.stats.feasibility(trials["fast"], noise) == "maybe"
+    assert policy.stats.feasible_probability(trials["lossless"], noise) == 1.0
+    assert 0.9 < policy.stats.feasible_probability(trials["fast"], noise) < 1.0
+    assert policy.stats.feasible_probability(trials["edge"], noise) < 0.6  # mean 0.104: breaks it on the mean
     assert policy.recommend(trials) == "fast"
 
 
@@ -192,30 +192,30 @@ def test_finalists_put_the_configurations_feasible_on_their_means_first() -> Non
 
 def test_history_ranking_puts_a_mean_confirmed_by_repeats_above_one_lucky_run() -> None:
     policy = RacingPolicy(GOAL)
-    noise = policy.noise({"a": tp(39.0, 40.2, 39.5), "b": tp(38.0, 37.1)})
+    noise = policy.stats.noise({"a": tp(39.0, 40.2, 39.5), "b": tp(38.0, 37.1)})
     confirmed = policy.aggregate_key({"throughput_gbps": 39.5}, 3, noise)
     lucky = policy.aggregate_key({"throughput_gbps": 39.9}, 1, noise)
     clearly_better = policy.aggregate_key({"throughput_gbps": 45.0}, 1, noise)
     assert lucky < confirmed < clearly_better
-    iv = policy.mean_interval(39.5, 3, noise["objective"])
+    iv = policy.stats.mean_interval(39.5, 3, noise["objective"])
     assert confirmed == (1, iv.low, 39.5) and iv.low < 39.5 < iv.high and iv.n == 3
 
 
 def test_history_ranking_of_a_minimised_objective_uses_the_upper_bound() -> None:
     policy = RacingPolicy(Goal.from_names(["cpu"], ["throughput>=10"]))
-    noise = policy.noise({})
+    noise = policy.stats.noise({})
     confirmed = policy.aggregate_key({"cpu_rx_pct": 50.0, "throughput_gbps": 20.0}, 3, noise)
     lucky = policy.aggregate_key({"cpu_rx_pct": 49.0, "throughput_gbps": 20.0}, 1, noise)
     infeasible = policy.aggregate_key({"cpu_rx_pct": 5.0, "throughput_gbps": 9.0}, 3, noise)
     assert infeasible < lucky < confirmed
-    shown = policy.shown(policy.mean_interval(-50.0, 3, noise["objective"]))
+    shown = policy.stats.shown(policy.stats.mean_interval(-50.0, 3, noise["objective"]))
     assert shown.mean == 50.0 and shown.low < 50.0 < shown.high
 
 
 def test_noise_ignores_means_whose_square_underflows() -> None:
     policy = RacingPolicy(Goal.from_names(["throughput"], ["loss<=0.1"]))
     trials = {"a": [{"throughput_gbps": 10.0, "loss_pct": 1e-200}, {"throughput_gbps": 10.2, "loss_pct": 2e-200}]}
-    noise = policy.noise(trials)
+    noise = policy.stats.noise(trials)
     assert noise["loss_pct"].measured_dof == 0 and noise["objective"].measured_dof == 1
 
 

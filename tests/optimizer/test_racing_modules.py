@@ -31,13 +31,9 @@ def test_the_modules_import_downwards_only() -> None:
 def test_the_statistics_stand_alone_and_are_the_policys() -> None:
     policy = RacingPolicy(LOSS_GOAL, confidence=0.8, prior_cv=0.03, prior_dof=3.0)
     stats = RaceStatistics(LOSS_GOAL, confidence=0.8, prior_cv=0.03, prior_dof=3.0)
-    assert policy.stats == stats
+    assert policy.stats == stats  # the policy decides on these statistics, at its level and prior
     noise = stats.noise(TRIALS)
-    assert noise == policy.noise(TRIALS) and noise["objective"].measured_dof == 2
-    for key, samples in TRIALS.items():
-        assert stats.objective_interval(samples, noise) == policy.objective_interval(samples, noise)
-        assert stats.feasible_probability(samples, noise) == policy.feasible_probability(samples, noise)
-        assert stats.feasibility(samples, noise) == policy.feasibility(samples, noise), key
+    assert noise["objective"].measured_dof == 2
     assert stats.feasibility(TRIALS["c"], noise) == "no"
     low, high = stats.difference(TRIALS["a"], TRIALS["b"], noise, 0.8)
     assert low < 10.2 - 9.0 < high
@@ -60,7 +56,7 @@ def test_the_display_formats_what_it_is_given() -> None:
 def test_the_summary_is_the_displays_text_of_the_statistics() -> None:
     policy = RacingPolicy(LOSS_GOAL)
     out = policy.summary(TRIALS, "a")
-    shown = policy.shown(policy.objective_interval(TRIALS["a"], policy.noise(TRIALS)))
+    shown = policy.stats.shown(policy.stats.objective_interval(TRIALS["a"], policy.stats.noise(TRIALS)))
     assert out["text"] == f"throughput: {shown} Gbit/s"
     assert list(out) == ["metrics", "objective", "interval", "text", "feasible", "score"]
     assert out["interval"] == shown.as_dict() and out["metrics"]["throughput_gbps"] == pytest.approx(10.2)

@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nictune.optimizer.objectives import Goal, Score
+from nictune.optimizer.objectives import Goal
 from nictune.optimizer.racing import display
-from nictune.optimizer.racing.stats import OBJECTIVE, Interval, Noise, RaceStatistics, Samples
+from nictune.optimizer.racing.stats import OBJECTIVE, Noise, RaceStatistics, Samples
 
 Decision = Literal["again", "incumbent", "stop", "done"]
 
@@ -107,48 +107,6 @@ class RacingPolicy:
     def stats(self) -> RaceStatistics:
         """The statistics at this policy's level and noise prior (what it decides on)."""
         return RaceStatistics(self.goal, self.confidence, self.prior_cv, self.prior_dof)
-
-    # ------------------------------------------- statistics (RaceStatistics's)
-    def noise(self, trials: Mapping[str, Samples]) -> dict[str, Noise]:
-        """Pooled relative noise of the objective and of every constrained metric
-        (:meth:`RaceStatistics.noise <nictune.optimizer.racing.stats.RaceStatistics.noise>`)."""
-        return self.stats.noise(trials)
-
-    def pooled_noise(self, weighted: float, dof: int) -> Noise:
-        """The noise from a weighted sum of relative variances and its degrees of freedom,
-        shrunk towards the prior (:meth:`RaceStatistics.pooled_noise
-        <nictune.optimizer.racing.stats.RaceStatistics.pooled_noise>`)."""
-        return self.stats.pooled_noise(weighted, dof)
-
-    def interval(self, xs: Sequence[float], noise: Noise) -> Interval:
-        """Mean of ``xs`` with its t interval under the pooled relative ``noise``."""
-        return self.stats.interval(xs, noise)
-
-    def mean_interval(self, mean: float, n: int, noise: Noise) -> Interval:
-        """The t interval of a mean of ``n`` samples under the pooled relative ``noise``."""
-        return self.stats.mean_interval(mean, n, noise)
-
-    def objective_interval(self, samples: Samples, noise: Mapping[str, Noise]) -> Interval:
-        """The interval of the (oriented, bigger is better) objective of one configuration."""
-        return self.stats.objective_interval(samples, noise)
-
-    def score(self, samples: Samples) -> Score:
-        """The score of the configuration's mean metrics (what the engine is told)."""
-        return self.stats.score(samples)
-
-    def feasibility(self, samples: Samples, noise: Mapping[str, Noise]) -> Literal["yes", "no", "maybe"]:
-        """Whether every constraint holds: surely (``yes``), surely not (``no``) or ``maybe``."""
-        return self.stats.feasibility(samples, noise)
-
-    def feasible_probability(self, samples: Samples, noise: Mapping[str, Noise]) -> float:
-        """The probability that every constraint holds for the configuration's true mean
-        (:meth:`RaceStatistics.feasible_probability
-        <nictune.optimizer.racing.stats.RaceStatistics.feasible_probability>`)."""
-        return self.stats.feasible_probability(samples, noise)
-
-    def shown(self, iv: Interval) -> Interval:
-        """An interval of the oriented objective (bigger is better) in the objective's own sign."""
-        return self.stats.shown(iv)
 
     # -------------------------------------------------------------- decisions
     def decide(self, trials: Mapping[str, Samples], challenger: str, incumbent: str | None) -> Decision:
