@@ -20,6 +20,7 @@ from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 
 from nictune import __version__
 from nictune.api import routers
+from nictune.api.auth import TokenCache
 from nictune.api.cache import VersionedCache
 from nictune.api.dashboard import dashboard_router, export_router
 from nictune.api.database import DatabaseProbe, read_engine
@@ -117,6 +118,7 @@ def create_app(settings: ApiSettings | None = None, *, trial_hook: TrialHook | N
     app.state.settings = settings
     app.state.notifier = notifier
     app.state.cache = VersionedCache()
+    app.state.tokens = TokenCache(settings.token_cache_s)
     app.state.streams = StreamSlots(settings.max_streams_per_token, settings.max_streams)
     install_error_handlers(app)
     app.add_exception_handler(413, on_body_too_large)  # a chunked body over max_body_bytes

@@ -24,10 +24,9 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Engine, func, select
 
-from nictune.db import Measurement
+from nictune.db import Measurement, connection_scope
 
 MAX_AGE_S = 10.0
 MAX_ENTRIES = 64
@@ -42,9 +41,17 @@ class _Entry:
     value: Any
 
 
-def data_version(s: Session) -> int:
-    """The id of the newest measurement (0 for none): changes whenever results are added."""
-    return int(s.scalar(select(func.max(Measurement.id))) or 0)
+_NEWEST = select(func.max(Measurement.id))
+
+
+def data_version(dbe: Engine) -> int:
+    """The id of the newest measurement (0 for none): changes whenever results are added.
+
+    Raises:
+        StorageError: the database failed.
+    """
+    with connection_scope(dbe) as c:
+        return int(c.scalar(_NEWEST) or 0)
 
 
 class VersionedCache:

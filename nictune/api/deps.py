@@ -10,25 +10,25 @@ from nictune.api.notifier import Notifier
 from nictune.api.settings import ApiSettings
 
 
-def get_settings(request: Request) -> ApiSettings:
+async def get_settings(request: Request) -> ApiSettings:
     """The settings the app was created with."""
     settings: ApiSettings = request.app.state.settings
     return settings
 
 
-def get_db(request: Request) -> DbEngine:
+async def get_db(request: Request) -> DbEngine:
     """The read engine (see :mod:`nictune.api.database`); writes go through the job manager."""
     engine: DbEngine = request.app.state.db
     return engine
 
 
-def get_manager(request: Request) -> JobManager:
+async def get_manager(request: Request) -> JobManager:
     """The job runner of this process."""
     manager: JobManager = request.app.state.manager
     return manager
 
 
-def get_notifier(request: Request) -> Notifier:
+async def get_notifier(request: Request) -> Notifier:
     """The wake-ups of event streams."""
     notifier: Notifier = request.app.state.notifier
     return notifier

@@ -55,6 +55,9 @@ class ApiSettings(CommonSettings):
             ``None``: two per CPU, between 2 and 8.
         token_recheck_s: how often an open event stream checks that its token still works
             (it ends when the token is revoked or expires).
+        token_cache_s: how long a request trusts a token found valid without asking the
+            database again: a revoked token is refused at most this long after ``nictune
+            token revoke`` (expiry is checked on every request). 0: ask every time.
         resume_jobs: resume the service's unfinished jobs at start.
         events_poll_s: how often an event stream looks for trials written by another
             process (trials of this process wake it at once).
@@ -89,6 +92,7 @@ class ApiSettings(CommonSettings):
     max_requests: int = Field(default=64, ge=1)
     request_threads: int | None = Field(default=None, ge=2, le=200)
     token_recheck_s: float = Field(default=5.0, gt=0.0)
+    token_cache_s: float = Field(default=1.0, ge=0.0)
     resume_jobs: bool = True
     events_poll_s: float = Field(default=1.0, gt=0.0)
     events_keepalive_s: float = Field(default=15.0, gt=0.0)

@@ -7,11 +7,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+from fastapi import Response
 from sqlalchemy.orm import Session
 
 from nictune.api.cache import VersionedCache
 from nictune.api.manager import CANCEL_KEY, JobManager
 from nictune.api.queries.jobs import CompletedTrial, TrialCounts, completed_trials
+from nictune.api.queries.trials import TrialRow
 from nictune.api.schemas.jobs import (
     Baselines,
     BestTrial,
@@ -23,8 +26,7 @@ from nictune.api.schemas.jobs import (
     RaceState,
     Recommendation,
 )
-from nictune.api.schemas.trials import TrialOut
-from nictune.db import Configuration, Job, Trial
+from nictune.db import Configuration, Job
 from nictune.errors import NictuneError
 from nictune.jobs.report import job_account, short_runs
 from nictune.jobs.stopping import stop_reason_of
@@ -256,21 +258,34 @@ def _search_details(job: Job, detailed: bool) -> dict[str, Any]:
     return out
 
 
-def trial_view(trial: Trial, config: Configuration, *, simulated: bool, testbed: str | None = None,
-               workload: str | None = None) -> TrialOut:
-    """A trial as the API shows it."""
-    summary = trial.summary or {}
+def trial_view(row: TrialRow, *, simulated: bool, testbed: str | None = None,
+               workload: str | None = None) -> dict[str, Any]:
+    """A trial as the API shows it (:class:`~nictune.api.schemas.trials.TrialOut`, as a JSON-ready
+    dict: a page of them is built without validating each, and a test checks them against it)."""
+    summary = row.summary
     # Stored summaries went through SafeJSON, which already replaced NaN and infinities by
     # null; passing them on as they are keeps long pages cheap.
     repeats = summary.get("repeats")
     cached_from = summary.get("cached_from")
-    return TrialOut(
-        job_id=trial.job_id, number=trial.number, state=trial.state,  # type: ignore[arg-type]
-        source=trial.source,  # type: ignore[arg-type]
-        config_hash=config.hash, config=config_dict(config), metrics=summary.get("metrics") or {},
-        spread=summary.get("spread") or {}, score=clean_score(summary.get("score")),
-        repeats=repeats if isinstance(repeats, int) else None,
-        cached_from=cached_from if isinstance(cached_from, int) else None,
-        seconds=finite(summary.get("seconds")), error=trial.error, started_at=trial.started_at,
-        finished_at=trial.finished_at, testbed=testbed, workload=workload, simulated=simulated,
-    )
+    canonical = row.config_json
+    return {
+        "job_id": row.job_id, "number": row.number, "state": row.state, "source": row.source,
+        "config_hash": row.config_hash,
+        # Canonical JSON of the knobs goes out as it is stored.
+        "config": orjson.Fragment(canonical) if canonical.startswith("{") else {"value": json.loads(canonical)},
+        "metrics": summary.get("metrics") or {}, "spread": summary.get("spread") or {},
+        "score": clean_score(summary.get("score")),
+        "repeats": repeats if type(repeats) is int else None,
+        "cached_from": cached_from if type(cached_from) is int else None,
+        "seconds": finite(summary.get("seconds")), "error": row.error, "started_at": row.started_at,
+        "finished_at": row.finished_at, "testbed": testbed, "workload": workload, "simulated": simulated,
+    }
+
+
+def trial_page(items: list[dict[str, Any]], total: int, limit: int, offset: int, following: str | None) -> Response:
+    """A :class:`~nictune.api.schemas.trials.TrialPage` of :func:`trial_view` items, whose
+    ``next`` is ``following``."""
+    simulated = any(item["simulated"] for item in items)
+    page = {"items": items, "total": total, "limit": limit, "offset": offset, "next": following,
+            "simulated": simulated, "note": sim_note(simulated)}
+    return Response(orjson.dumps(page, option=orjson.OPT_UTC_Z | orjson.OPT_NAIVE_UTC), media_type="application/json")

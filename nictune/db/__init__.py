@@ -53,7 +53,7 @@ from nictune.db.repository import (
     start_trial,
     workload_names,
 )
-from nictune.db.session import default_url, make_engine, resolve_url, session_scope, sqlite_path
+from nictune.db.session import connection_scope, default_url, make_engine, resolve_url, session_scope, sqlite_path
 
 __all__ = [
     "MAIN_METRICS",
@@ -78,6 +78,7 @@ __all__ = [
     "complete_trial",
     "config_stats",
     "configuration_measurements",
+    "connection_scope",
     "content_hash",
     "context_trials",
     "create_job",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -204,3 +204,19 @@ def _rollback_quietly(session: Session) -> None:
     # A rollback on a dead connection raises too; the first error is the one to report.
     with contextlib.suppress(SQLAlchemyError):
         session.rollback()
+
+
+@contextmanager
+def connection_scope(engine: Engine) -> Iterator[Connection]:
+    """A Core connection for a few quick reads, without an ORM session: a fraction of
+    :func:`session_scope`'s cost, for what a request asks on every call. Its transaction is
+    rolled back at the end (it is for reads).
+
+    Raises:
+        StorageError: a database error inside the block.
+    """
+    try:
+        with engine.connect() as connection:
+            yield connection
+    except SQLAlchemyError as exc:
+        raise StorageError(f"database error: {describe(exc)}") from exc

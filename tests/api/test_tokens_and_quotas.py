@@ -4,12 +4,14 @@ token recorded on each job, a chunked body over the limit (413 after authenticat
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import event
 
 from nictune.api.client import ServerEvent, server_events
 from nictune.api.limits import StreamLimitError, StreamSlots
@@ -240,3 +242,68 @@ def test_a_body_over_the_limit_gets_the_error_body_naming_the_limit(make_api: Ap
         assert body["message"] == "request body above 4096 bytes", how
     assert unread_without_token.status_code == 401 and unread_without_token.json()["field"] == "Authorization"
     assert within.status_code != 413
+
+
+# ---------------------------------------------------------------- tokens found valid are trusted a while
+def _revoke(db_url: str, name: str) -> None:
+    engine = open_database(db_url)
+    try:
+        with session_scope(engine) as s:
+            revoke_token(s, name)
+    finally:
+        engine.dispose()
+
+
+def test_a_token_found_valid_is_trusted_for_token_cache_s_without_a_database_read(make_api: AppFactory,
+                                                                                   db_url: str) -> None:
+    secret = new_token(db_url, "poller")
+    with make_api(token_cache_s=0.6) as api:
+        token_reads: list[str] = []
+
+        def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            if "api_tokens" in statement:
+                token_reads.append(statement)
+
+        event.listen(api.app.state.db, "before_cursor_execute", count)  # type: ignore[attr-defined]
+        assert api.get("/v1/jobs", headers=bearer(secret)).status_code == 200
+        assert len(token_reads) == 1
+        for _ in range(5):
+            assert api.get("/v1/jobs", headers=bearer(secret)).status_code == 200
+        assert len(token_reads) == 1, "a trusted token costs no database read"
+
+        _revoke(db_url, "poller")
+        # Revoked, but still trusted until its token_cache_s runs out; then refused.
+        refused = wait_for_status(api, "/v1/jobs", bearer(secret), 401, within_s=3.0)
+        assert "revoked" in refused.json()["message"]
+        # An unknown secret is never trusted: every request asks the database.
+        before = len(token_reads)
+        for _ in range(3):
+            assert api.get("/v1/jobs", headers=bearer("nt_not-a-token")).status_code == 401
+        assert len(token_reads) == before + 3
+
+
+def test_token_cache_s_zero_refuses_a_revoked_token_at_the_next_request(make_api: AppFactory, db_url: str) -> None:
+    secret = new_token(db_url, "strict")
+    with make_api(token_cache_s=0) as api:
+        assert api.get("/v1/jobs", headers=bearer(secret)).status_code == 200
+        _revoke(db_url, "strict")
+        assert api.get("/v1/jobs", headers=bearer(secret)).status_code == 401
+
+
+def test_a_trusted_token_is_still_refused_once_it_expires(make_api: AppFactory, db_url: str) -> None:
+    secret = new_token(db_url, "brief", lifetime=timedelta(seconds=1.5))
+    with make_api(token_cache_s=60) as api:
+        assert api.get("/v1/jobs", headers=bearer(secret)).status_code == 200
+        refused = wait_for_status(api, "/v1/jobs", bearer(secret), 401, within_s=5.0)
+        assert "expired" in refused.json()["message"]
+
+
+def wait_for_status(api: TestClient, path: str, headers: dict[str, str], status: int, within_s: float) -> Any:
+    """The first answer to ``path`` with ``status``, asked every 0.1 s for at most ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while True:
+        answer = api.get(path, headers=headers)
+        if answer.status_code == status or time.monotonic() > deadline:
+            assert answer.status_code == status, answer.text
+            return answer
+        time.sleep(0.1)

@@ -5,10 +5,11 @@ SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from nictune.api.queries.trials import (
     TrialFilters,
@@ -18,7 +19,8 @@ from nictune.api.queries.trials import (
     trials_by_ids,
     trials_page,
 )
-from nictune.db import complete_trial, fail_trial, session_scope, start_trial
+from nictune.api.schemas.trials import TrialPage
+from nictune.db import Trial, complete_trial, fail_trial, session_scope, start_trial
 from nictune.errors import InvalidInputError
 from tests.api.support import submit, wait_for
 from tests.db.support import FakeSample, add_configuration, add_job, add_testbed, add_workload, sample
@@ -61,14 +63,14 @@ def test_pages_sorted_by_a_metric_column_follow_the_figures(engine: Engine, sort
         for offset in range(0, 12, 4):
             rows, total = trials_page(s, TrialFilters(job_id=job_id), sort, 4, offset)
             assert total == len(FIGURES)
-            assert all(r.trial.job_id == job_id and r.configuration.hash == f"c{r.trial.number}" for r in rows)
-            seen += [r.trial.number for r in rows]
+            assert all(r.job_id == job_id and r.config_hash == f"c{r.number}" for r in rows)
+            seen += [r.number for r in rows]
         assert seen == _expected(sort.startswith("-"), metric)
         completed, total = trials_page(s, TrialFilters(job_id=job_id, state="completed"), sort, 100, 0)
-        assert total == 7 and [r.trial.number for r in completed] == _expected(sort.startswith("-"), metric)[:7]
+        assert total == 7 and [r.number for r in completed] == _expected(sort.startswith("-"), metric)[:7]
         # The same order across jobs (the joined query), for the rows of this job.
         across, _ = trials_page(s, TrialFilters(testbed="bed-a", state="completed"), sort, 100, 0)
-        assert [r.trial.number for r in across if r.trial.job_id == job_id] == [r.trial.number for r in completed]
+        assert [r.number for r in across if r.job_id == job_id] == [r.number for r in completed]
 
 
 @pytest.mark.parametrize("sort", ["-throughput_gbps", "throughput_gbps", "-loss_pct", "number", "-number"])
@@ -83,9 +85,9 @@ def test_keyset_pages_give_the_offset_order(engine: Engine, sort: str) -> None:
             rows = trials_by_ids(s, ids_after(s, filters, sort, position, 2))
             if not rows:
                 break
-            seen += [r.trial.number for r in rows]
-            position = decode_cursor(encode_cursor(sort, rows[-1].trial), sort)
-        assert seen == [r.trial.number for r in by_offset] and len(seen) == len(FIGURES)
+            seen += [r.number for r in rows]
+            position = decode_cursor(encode_cursor(sort, rows[-1]), sort)
+        assert seen == [r.number for r in by_offset] and len(seen) == len(FIGURES)
 
 
 def test_a_cursor_of_another_listing_is_refused() -> None:
@@ -115,3 +117,27 @@ def test_job_trials_page_by_cursor_through_the_api(api: TestClient) -> None:
     assert refused.status_code == 422 and "after" in refused.text
     assert api.get(url, params={"sort": "-score", "after": ""}).status_code == 422
     assert api.get(url, params={"sort": "number", "after": "", "offset": 4}).status_code == 422
+
+
+def test_a_page_is_what_the_trial_schema_says_and_what_the_database_holds(api: TestClient, engine: Engine) -> None:
+    # Pages are built as plain JSON (no model per trial): the schema must still describe them
+    # exactly, field by field, and each item must carry the stored figures and knobs.
+    job = submit(api, budget=10, repeats=2, seed=3)
+    wait_for(api, job["id"])
+    for path in (f"/v1/jobs/{job['id']}/trials?sort=-throughput_gbps&limit=4",
+                 f"/v1/jobs/{job['id']}/trials?sort=-score&limit=4&offset=2",
+                 f"/v1/jobs/{job['id']}/trials?sort=number&limit=3&after=",
+                 "/v1/history/trials?testbed=sim:benson-40g&limit=5"):
+        body = api.get(path).json()
+        assert body == TrialPage.model_validate(body).model_dump(mode="json"), path
+        assert body["items"] and body["simulated"] is True and body["note"]
+        with session_scope(engine) as s:
+            for item in body["items"]:
+                trial = s.scalars(select(Trial).where(Trial.job_id == item["job_id"],
+                                                      Trial.number == item["number"])).one()
+                assert item["config"] == json.loads(trial.configuration.canonical)
+                assert item["config_hash"] == trial.configuration.hash
+                assert item["metrics"] == trial.summary["metrics"] and item["spread"] == trial.summary["spread"]
+                assert item["repeats"] == trial.summary["repeats"] >= 1
+                assert item["score"] == trial.summary["score"] and item["state"] == trial.state
+                assert item["finished_at"] == trial.finished_at.isoformat().replace("+00:00", "Z")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, cast, func, select
+from sqlalchemy import Connection, String, bindparam, cast, func, select
 from sqlalchemy.orm import Session, selectinload
 
 from nictune.db import Configuration, Job, Testbed, Trial, Workload
@@ -67,11 +67,13 @@ class JobHeader:
     finished_at: datetime | None
 
 
-def job_header(s: Session, job_id: int) -> JobHeader | None:
+_HEADER = (select(Testbed.kind, Job.state, Job.finished_at)
+           .join(Job, Job.testbed_id == Testbed.id).where(Job.id == bindparam("job_id")))
+
+
+def job_header(s: Session | Connection, job_id: int) -> JobHeader | None:
     """The job's testbed kind (``sim`` ...), state and end, or ``None`` when there is no such job."""
-    stmt = (select(Testbed.kind, Job.state, Job.finished_at)
-            .join(Job, Job.testbed_id == Testbed.id).where(Job.id == job_id))
-    row = s.execute(stmt).one_or_none()
+    row = s.execute(_HEADER, {"job_id": job_id}).one_or_none()
     return None if row is None else JobHeader(row[0], row[1], row[2])
 
 

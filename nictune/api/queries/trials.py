@@ -9,14 +9,16 @@ is ever loaded.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select
-from sqlalchemy.orm import Session, defer
+import orjson
+from sqlalchemy import ColumnElement, Connection, Select, Text, and_, bindparam, case, cast, func, or_, select
+from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import UnaryExpression
 
 from nictune.db import MAIN_METRICS, Configuration, Job, Testbed, Trial, Workload
@@ -41,15 +43,53 @@ class TrialFilters:
     knobs: Mapping[str, Sequence[Any]] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class TrialRow:
-    """A trial with what its view needs."""
+    """A trial with what its view needs, read with Core (no ORM objects)."""
 
-    trial: Trial
-    configuration: Configuration
+    id: int
+    job_id: int
+    number: int
+    state: str
+    source: str
+    error: str | None
+    started_at: datetime
+    finished_at: datetime | None
+    #: The trial's JSON summary (metrics, spread, score, repeats ...), decoded; ``{}`` for none.
+    summary: dict[str, Any]
+    #: The main metrics' columns (what a keyset cursor holds).
+    main: dict[str, float | None]
+    config_hash: str
+    #: The configuration's canonical JSON, as stored.
+    config_json: str
     testbed: str
     testbed_kind: str
     workload: str
+
+
+#: The columns of a :class:`TrialRow`, in its order (the summary as its JSON text: decoded here,
+#: several times faster than by the JSON type).
+_ROW_COLUMNS = (Trial.id, Trial.job_id, Trial.number, Trial.state, Trial.source, Trial.error, Trial.started_at,
+                Trial.finished_at, cast(Trial.summary, Text), *(getattr(Trial, m) for m in MAIN_METRICS),
+                Configuration.hash, Configuration.canonical, Testbed.name, Testbed.kind, Workload.name)
+_N_MAIN = len(MAIN_METRICS)
+
+
+def _decode(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:  # NaN written by a version before SafeJSON
+        value = json.loads(text)
+    return value if isinstance(value, dict) else {}
+
+
+def _row(r: Sequence[Any]) -> TrialRow:
+    rest = 9 + _N_MAIN
+    return TrialRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _decode(r[8]),
+                    dict(zip(MAIN_METRICS, r[9:rest], strict=True)), r[rest], r[rest + 1], r[rest + 2],
+                    r[rest + 3], r[rest + 4])
 
 
 def _metric(name: str) -> ColumnElement[Any]:
@@ -117,8 +157,6 @@ def _joined(stmt: _S) -> _S:
             .join(Workload, Job.workload_id == Workload.id))
 
 
-#: What a trial's view never reads: left in the database (JSON decoding is most of a page's cost).
-_UNREAD = (defer(Trial.snapshot), defer(Trial.notes))
 #: Sort keys a job's page reads from an index of ``trials`` (without the table).
 INDEXED_SORTS = frozenset({"number", *MAIN_METRICS})
 
@@ -128,31 +166,55 @@ def _job_only(filters: TrialFilters) -> bool:
             and filters.since is None and filters.until is None and not filters.knobs)
 
 
-def trials_page(s: Session, filters: TrialFilters, sort: str, limit: int, offset: int) -> tuple[list[TrialRow], int]:
+def trials_page(s: Session | Connection, filters: TrialFilters, sort: str, limit: int,
+                offset: int) -> tuple[list[TrialRow], int]:
     """One page of trials matching ``filters`` in ``sort`` order, and how many match in all."""
     if _job_only(filters):
         # One job's trials: count and order them on ``trials`` alone, then load the page.
         return trials_by_ids(s, page_ids(s, filters, sort, limit, offset)), trial_count(s, filters)
     total = s.scalar(_filtered(_joined(select(func.count(Trial.id))), filters)) or 0
-    stmt = _filtered(_joined(select(Trial, Configuration, Testbed.name, Testbed.kind, Workload.name)), filters)
-    rows = s.execute(stmt.order_by(*_order(sort)).limit(limit).offset(offset).options(*_UNREAD))
-    return [TrialRow(t, c, tb, kind, wl) for t, c, tb, kind, wl in rows], int(total)
+    stmt = _filtered(_joined(select(*_ROW_COLUMNS)), filters)
+    rows = s.execute(stmt.order_by(*_order(sort)).limit(limit).offset(offset))
+    return [_row(r) for r in rows], int(total)
 
 
-def trial_count(s: Session, filters: TrialFilters) -> int:
+# The statements a job's trial page runs on every request are built once per shape, with bind
+# parameters for the values: building one costs more than SQLite takes to run it.
+@functools.cache
+def _job_trials(what: str, sort: str, state: bool, source: bool) -> Select[Any]:
+    """``what`` (``ids`` of a page in ``sort`` order, or their ``count``) of one job's trials,
+    with parameters ``job_id`` (and ``state``, ``source``; ``limit`` and ``offset`` for ids)."""
+    stmt: Select[Any] = select(Trial.id) if what == "ids" else select(func.count(Trial.id))
+    stmt = stmt.where(Trial.job_id == bindparam("job_id"))
+    if state:
+        stmt = stmt.where(Trial.state == bindparam("state"))
+    if source:
+        stmt = stmt.where(Trial.source == bindparam("source"))
+    if what == "ids":
+        stmt = stmt.order_by(*_order(sort)).limit(bindparam("limit")).offset(bindparam("offset"))
+    return stmt
+
+
+def _job_params(filters: TrialFilters) -> dict[str, Any]:
+    return {"job_id": filters.job_id, "state": filters.state, "source": filters.source}
+
+
+def trial_count(s: Session | Connection, filters: TrialFilters) -> int:
     """How many trials of one job match ``filters`` (job, state and source only)."""
-    return int(s.scalar(_filtered(select(func.count(Trial.id)), filters)) or 0)
+    stmt = _job_trials("count", "", filters.state is not None, filters.source is not None)
+    return int(s.scalar(stmt, _job_params(filters)) or 0)
 
 
-def page_ids(s: Session, filters: TrialFilters, sort: str, limit: int, offset: int) -> list[int]:
+def page_ids(s: Session | Connection, filters: TrialFilters, sort: str, limit: int, offset: int) -> list[int]:
     """The ids of one page of one job's trials (job, state and source filters only)."""
-    return list(s.scalars(_filtered(select(Trial.id), filters).order_by(*_order(sort)).limit(limit).offset(offset)))
+    stmt = _job_trials("ids", sort, filters.state is not None, filters.source is not None)
+    return list(s.scalars(stmt, {**_job_params(filters), "limit": limit, "offset": offset}))
 
 
-def encode_cursor(sort: str, trial: Trial) -> str:
+def encode_cursor(sort: str, trial: TrialRow) -> str:
     """The keyset cursor after ``trial`` in ``sort`` order (an indexed sort)."""
     name = sort.lstrip("-")
-    value = None if name == "number" else getattr(trial, name)
+    value = None if name == "number" else trial.main[name]
     raw = json.dumps([sort, value, trial.number], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -179,7 +241,7 @@ def decode_cursor(cursor: str, sort: str) -> tuple[float | None, int]:
     return (None if value is None else float(value)), number
 
 
-def ids_after(s: Session, filters: TrialFilters, sort: str, after: tuple[float | None, int] | None,
+def ids_after(s: Session | Connection, filters: TrialFilters, sort: str, after: tuple[float | None, int] | None,
               limit: int) -> list[int]:
     """Up to ``limit`` ids of one job's trials following ``after`` (a decoded cursor; ``None``:
     from the first) in ``sort`` order, an indexed sort: a range of the index, whatever the depth."""
@@ -206,19 +268,20 @@ def ids_after(s: Session, filters: TrialFilters, sort: str, after: tuple[float |
     return ids
 
 
-def ordered_ids(s: Session, filters: TrialFilters, sort: str) -> list[int]:
+def ordered_ids(s: Session | Connection, filters: TrialFilters, sort: str) -> list[int]:
     """The ids of every trial matching ``filters``, in ``sort`` order (for caching a finished job's order)."""
     stmt = _filtered(_joined(select(Trial.id)), filters).order_by(*_order(sort))
     return list(s.scalars(stmt))
 
 
-def trials_by_ids(s: Session, ids: Sequence[int]) -> list[TrialRow]:
+_BY_IDS = _joined(select(*_ROW_COLUMNS)).where(Trial.id.in_(bindparam("ids", expanding=True)))
+
+
+def trials_by_ids(s: Session | Connection, ids: Sequence[int]) -> list[TrialRow]:
     """The trials with these ids, in the order given."""
     if not ids:
         return []
-    stmt = (_joined(select(Trial, Configuration, Testbed.name, Testbed.kind, Workload.name))
-            .where(Trial.id.in_(ids)).options(*_UNREAD))
-    found = {t.id: TrialRow(t, c, tb, kind, wl) for t, c, tb, kind, wl in s.execute(stmt)}
+    found = {row.id: row for row in map(_row, s.execute(_BY_IDS, {"ids": list(ids)}))}
     return [found[i] for i in ids if i in found]
 
 

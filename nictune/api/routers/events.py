@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from fastapi.sse import EventSourceResponse
+from sqlalchemy.engine import Engine as DbEngine
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
@@ -16,8 +17,11 @@ from nictune.api.deps import get_db, get_manager, get_notifier, get_settings
 from nictune.api.errors import ApiError
 from nictune.api.events import JobEventStream
 from nictune.api.limits import StreamLimitError, StreamSlots
+from nictune.api.manager import JobManager
+from nictune.api.notifier import Notifier
 from nictune.api.routers.jobs import JobId, require_job
 from nictune.api.schemas.common import json_error_responses
+from nictune.api.settings import ApiSettings
 from nictune.db import session_scope
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -67,15 +71,15 @@ _EXAMPLE = ('event: trial\ndata: {"job_id":12,"number":0,"budget":60,"state":"co
                              "content": {"text/event-stream": {"schema": EVENT_SCHEMA, "example": _EXAMPLE}}},
                        **json_error_responses(401, 404, 422, 429, 503)})
 async def job_events(
-    request: Request, job_id: JobId, token: ReadToken,
+    request: Request, job_id: JobId, token: ReadToken, dbe: Annotated[DbEngine, Depends(get_db)],
+    manager: Annotated[JobManager, Depends(get_manager)], notifier: Annotated[Notifier, Depends(get_notifier)],
+    settings: Annotated[ApiSettings, Depends(get_settings)],
     last_event_id: Annotated[int | None, Header(alias="Last-Event-ID", ge=-1, le=2**31 - 1,
                                                 description="Last trial number received.")] = None,
     after: Annotated[int | None, Query(ge=-1, le=2**31 - 1,
                                        description="Send trials after this number (overrides Last-Event-ID).")] = None,
 ) -> EventSourceResponse:
     """Follow a job: server-sent events of trial completions and state changes."""
-    dbe = get_db(request)
-
     def check() -> None:
         with session_scope(dbe) as s:
             require_job(s, job_id)
@@ -87,7 +91,7 @@ async def job_events(
     except StreamLimitError as exc:
         raise ApiError(429, exc.message, field="token", allowed=exc.allowed, headers={"Retry-After": "10"}) from None
     start = after if after is not None else (last_event_id if last_event_id is not None else -1)
-    stream = JobEventStream(dbe, get_manager(request), get_notifier(request), get_settings(request), job_id, start,
+    stream = JobEventStream(dbe, manager, notifier, settings, job_id, start,
                             token_id=token.id, limiter=request.app.state.stream_threads)
 
     async def events() -> AsyncIterator[bytes]:

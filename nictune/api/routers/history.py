@@ -12,7 +12,7 @@ from nictune.api.auth import ReadToken
 from nictune.api.cache import VersionedCache, data_version
 from nictune.api.deps import get_db, get_settings
 from nictune.api.knob_filters import parse_knob_filters
-from nictune.api.pagination import Limit, Offset, json_response, next_page
+from nictune.api.pagination import Limit, Offset, next_page
 from nictune.api.queries import history as hq
 from nictune.api.queries.trials import TrialFilters, space_definitions, trials_page
 from nictune.api.schemas.common import UtcDateTime, enum_of, error_responses
@@ -20,7 +20,7 @@ from nictune.api.schemas.history import BestConfiguration, BestOut, ObjectiveInt
 from nictune.api.schemas.trials import SortKey, TrialPage
 from nictune.api.settings import ApiSettings
 from nictune.api.submission import submittable_testbeds
-from nictune.api.views import clean_metrics, clean_score, config_dict, finite, sim_note, trial_view
+from nictune.api.views import clean_metrics, clean_score, config_dict, finite, sim_note, trial_page, trial_view
 from nictune.db import session_scope, workload_names
 from nictune.db.best import ConfigAggregate, configuration_means, noise_by_fingerprint, rank, ranked_rows
 from nictune.errors import UnknownNameError
@@ -83,8 +83,7 @@ def history_best(
     # (its testbed, workload, objective and constraints were checked when it was computed;
     # testbeds and workloads are never removed).
     asked = ("best", testbed, workload, objective, tuple(constraint), top)
-    with session_scope(dbe) as s:
-        version = data_version(s)
+    version = data_version(dbe)
     kept = cache.peek(asked, version)
     if kept is not None:
         return Response(kept, media_type="application/json")
@@ -167,8 +166,6 @@ def history_trials(
         filters = TrialFilters(job_id=job_id, state=state, testbed=testbed, workload=workload, since=since,
                                until=until, knobs=knobs)
         rows, total = trials_page(s, filters, sort, limit, offset)
-        items = [trial_view(r.trial, r.configuration, simulated=r.testbed_kind == "sim", testbed=r.testbed,
-                            workload=r.workload) for r in rows]
-    simulated = any(item.simulated for item in items)
-    return json_response(TrialPage(items=items, total=total, limit=limit, offset=offset, simulated=simulated,
-                                   note=sim_note(simulated), next=next_page(request, total, limit, offset)))
+        items = [trial_view(r, simulated=r.testbed_kind == "sim", testbed=r.testbed, workload=r.workload)
+                 for r in rows]
+    return trial_page(items, total, limit, offset, next_page(request, total, limit, offset))

@@ -14,7 +14,7 @@ from nictune.api.cache import VersionedCache
 from nictune.api.deps import get_db, get_manager, get_settings
 from nictune.api.errors import ApiError
 from nictune.api.manager import FINAL_STATES, JobManager, TooManyPendingJobs
-from nictune.api.pagination import Limit, Offset, json_response, next_page
+from nictune.api.pagination import Limit, Offset, next_page
 from nictune.api.queries.jobs import JobFilters, job_header, jobs_page, load_job, trial_counts
 from nictune.api.queries.trials import (
     INDEXED_SORTS,
@@ -33,8 +33,8 @@ from nictune.api.schemas.jobs import JobCreate, JobOut, JobPage, JobStateName
 from nictune.api.schemas.trials import SortKey, TrialPage
 from nictune.api.settings import ApiSettings
 from nictune.api.submission import build_spec
-from nictune.api.views import account_of, job_view, json_safe, sim_note, trial_view
-from nictune.db import Job, session_scope
+from nictune.api.views import account_of, job_view, json_safe, trial_page, trial_view
+from nictune.db import Job, connection_scope, session_scope
 from nictune.optimizer import OBJECTIVES
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -141,7 +141,7 @@ def job_trials(
     filters = TrialFilters(job_id=job_id, state=state, source=source)
     if after is not None:
         return _keyset_page(request, dbe, job_id, filters, sort, limit, offset, after)
-    with session_scope(dbe) as s:
+    with connection_scope(dbe) as s:
         header = job_header(s, job_id)
         if header is None:
             raise ApiError(404, f"there is no job with id {job_id}", field="job_id")
@@ -162,9 +162,8 @@ def job_trials(
             rows, total = trials_by_ids(s, order[offset:offset + limit]), len(order)
         else:
             rows, total = trials_page(s, filters, sort, limit, offset)
-        items = [trial_view(r.trial, r.configuration, simulated=simulated) for r in rows]
-    return json_response(TrialPage(items=items, total=total, limit=limit, offset=offset, simulated=simulated,
-                                   note=sim_note(simulated), next=next_page(request, total, limit, offset)))
+        items = [trial_view(r, simulated=simulated) for r in rows]
+    return trial_page(items, total, limit, offset, next_page(request, total, limit, offset))
 
 
 @router.get("/{job_id}/account", responses={
@@ -193,7 +192,7 @@ def _keyset_page(request: Request, dbe: DbEngine, job_id: int, filters: TrialFil
     if offset:
         raise ApiError(422, "give either 'after' or 'offset', not both", field="offset", allowed="0 with 'after'")
     position = decode_cursor(after, sort) if after else None
-    with session_scope(dbe) as s:
+    with connection_scope(dbe) as s:
         header = job_header(s, job_id)
         if header is None:
             raise ApiError(404, f"there is no job with id {job_id}", field="job_id")
@@ -201,14 +200,13 @@ def _keyset_page(request: Request, dbe: DbEngine, job_id: int, filters: TrialFil
         ids = ids_after(s, filters, sort, position, limit + 1)
         rows = trials_by_ids(s, ids[:limit])
         total = trial_count(s, filters)
-        cursor = encode_cursor(sort, rows[-1].trial) if len(ids) > limit else None
-        items = [trial_view(r.trial, r.configuration, simulated=simulated) for r in rows]
+        cursor = encode_cursor(sort, rows[-1]) if len(ids) > limit else None
+        items = [trial_view(r, simulated=simulated) for r in rows]
     following = None
     if cursor is not None:
         url = request.url.remove_query_params("offset").include_query_params(after=cursor)
         following = f"{url.path}?{url.query}"
-    return json_response(TrialPage(items=items, total=total, limit=limit, offset=0, simulated=simulated,
-                                   note=sim_note(simulated), next=following))
+    return trial_page(items, total, limit, 0, following)
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut,

@@ -12,9 +12,10 @@ from fastapi.security import HTTPAuthorizationCredentials
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy.engine import Engine as DbEngine
 
-from nictune.api.auth import bearer, require_read
+from nictune.api.auth import authenticate, bearer
 from nictune.api.deps import get_db
 from nictune.api.schemas.common import json_error_responses
+from nictune.db.auth import Role
 
 router = APIRouter(tags=["service"])
 
@@ -31,5 +32,5 @@ def metrics(request: Request, credentials: Annotated[HTTPAuthorizationCredential
     simulated testbeds' model seconds apart (from the shared database). A read token, unless
     the service was started with --metrics-public."""
     if not request.app.state.settings.metrics_public:
-        require_read(request, credentials, dbe)
+        authenticate(request, credentials, dbe, Role.READ)
     return PlainTextResponse(generate_latest(request.app.state.registry), media_type=CONTENT_TYPE_LATEST)
