@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -182,16 +183,19 @@ def trials_page(s: Session | Connection, filters: TrialFilters, sort: str, limit
 # parameters for the values: building one costs more than SQLite takes to run it.
 @functools.cache
 def _job_trials(what: str, sort: str, state: bool, source: bool) -> Select[Any]:
-    """``what`` (``ids`` of a page in ``sort`` order, or their ``count``) of one job's trials,
-    with parameters ``job_id`` (and ``state``, ``source``; ``limit`` and ``offset`` for ids)."""
-    stmt: Select[Any] = select(Trial.id) if what == "ids" else select(func.count(Trial.id))
+    """``what`` (the ``ids`` of a page in ``sort`` order, all of them in ``order``, or their
+    ``count``) of one job's trials, with parameters ``job_id`` (and ``state``, ``source``;
+    ``limit`` and ``offset`` for a page)."""
+    stmt: Select[Any] = select(func.count(Trial.id)) if what == "count" else select(Trial.id)
     stmt = stmt.where(Trial.job_id == bindparam("job_id"))
     if state:
         stmt = stmt.where(Trial.state == bindparam("state"))
     if source:
         stmt = stmt.where(Trial.source == bindparam("source"))
+    if what != "count":
+        stmt = stmt.order_by(*_order(sort))
     if what == "ids":
-        stmt = stmt.order_by(*_order(sort)).limit(bindparam("limit")).offset(bindparam("offset"))
+        stmt = stmt.limit(bindparam("limit")).offset(bindparam("offset"))
     return stmt
 
 
@@ -268,10 +272,11 @@ def ids_after(s: Session | Connection, filters: TrialFilters, sort: str, after: 
     return ids
 
 
-def ordered_ids(s: Session | Connection, filters: TrialFilters, sort: str) -> list[int]:
-    """The ids of every trial matching ``filters``, in ``sort`` order (for caching a finished job's order)."""
-    stmt = _filtered(_joined(select(Trial.id)), filters).order_by(*_order(sort))
-    return list(s.scalars(stmt))
+def ordered_ids(s: Session | Connection, filters: TrialFilters, sort: str) -> array[int]:
+    """The ids of every trial of one job matching ``filters`` (job, state and source only), in
+    ``sort`` order: what a finished job's pages are cut from (a compact array: 8 bytes an id)."""
+    stmt = _job_trials("order", sort, filters.state is not None, filters.source is not None)
+    return array("q", s.scalars(stmt, _job_params(filters)))
 
 
 _BY_IDS = _joined(select(*_ROW_COLUMNS)).where(Trial.id.in_(bindparam("ids", expanding=True)))

@@ -149,17 +149,15 @@ def job_trials(
         finished = header.state in FINAL_STATES and header.finished_at is not None
         cache: VersionedCache = request.app.state.cache
         version = int(header.finished_at.timestamp() * 1e6) if header.finished_at is not None else 0
-        if sort.lstrip("-") in INDEXED_SORTS:
-            # The page's ids come from an index of trials; a finished job's count never changes.
-            ids = page_ids(s, filters, sort, limit, offset)
-            total = (cache.get(("trial-count", job_id, state, source), version, lambda: trial_count(s, filters))
-                     if finished else trial_count(s, filters))
-            rows = trials_by_ids(s, ids)
-        elif finished:
-            # A finished job's trials never change: sort them once, then serve pages by id.
+        if finished:
+            # A finished job's trials never change: sort them once, then cut every page out of
+            # that order (however deep: no OFFSET scan, no sort per page on PostgreSQL).
             order = cache.get(("trial-order", job_id, sort, state, source), version,
                               lambda: ordered_ids(s, filters, sort))
             rows, total = trials_by_ids(s, order[offset:offset + limit]), len(order)
+        elif sort.lstrip("-") in INDEXED_SORTS:
+            # A running job's page: its ids come from an index of trials.
+            rows, total = trials_by_ids(s, page_ids(s, filters, sort, limit, offset)), trial_count(s, filters)
         else:
             rows, total = trials_page(s, filters, sort, limit, offset)
         items = [trial_view(r, simulated=simulated) for r in rows]
