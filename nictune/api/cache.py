@@ -11,7 +11,9 @@ reused only while the caller still sees that version:
   exactly when results arrive;
 * a finished job's trials: the job's end time (they never change afterwards).
 
-Rows disappear only when jobs are deleted, so entries also expire after ``MAX_AGE_S``.
+Rows disappear only when jobs are deleted, so history entries also expire after
+``MAX_AGE_S``; a finished job's (its trials' order) is kept while its end time is the same
+(a deleted job's pages are a 404 before the cache is asked).
 Concurrent misses of one key compute once.
 """
 
@@ -39,6 +41,8 @@ class _Entry:
     version: int
     stored_at: float
     value: Any
+    #: Seconds after which the entry is computed again whatever its version (None: never).
+    max_age: float | None = MAX_AGE_S
 
 
 _NEWEST = select(func.max(Measurement.id))
@@ -67,7 +71,8 @@ class VersionedCache:
     def _fresh(self, key: Hashable, version: int) -> _Entry | None:
         with self._lock:
             entry = self._entries.get(key)
-            if entry is None or entry.version != version or time.monotonic() - entry.stored_at > MAX_AGE_S:
+            if entry is None or entry.version != version or (
+                    entry.max_age is not None and time.monotonic() - entry.stored_at > entry.max_age):
                 return None
             self._entries.move_to_end(key)
             self.hits += 1
@@ -78,8 +83,10 @@ class VersionedCache:
         entry = self._fresh(key, version)
         return None if entry is None else entry.value
 
-    def get(self, key: Hashable, version: int, compute: Callable[[], T]) -> T:
-        """The value of ``key`` at ``version``, computed (once, whatever the concurrency) on a miss."""
+    def get(self, key: Hashable, version: int, compute: Callable[[], T], max_age: float | None = MAX_AGE_S) -> T:
+        """The value of ``key`` at ``version``, computed (once, whatever the concurrency) on a miss.
+        ``max_age``: seconds it is kept at most (``None``: while its version holds, for values
+        whose version says everything, such as a finished job's)."""
         entry = self._fresh(key, version)
         if entry is not None:
             return entry.value
@@ -92,7 +99,7 @@ class VersionedCache:
             value = compute()
             with self._lock:
                 self.misses += 1
-                self._entries[key] = _Entry(version, time.monotonic(), value)
+                self._entries[key] = _Entry(version, time.monotonic(), value, max_age)
                 self._entries.move_to_end(key)
                 while len(self._entries) > MAX_ENTRIES:
                     old, _ = self._entries.popitem(last=False)

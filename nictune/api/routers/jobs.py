@@ -151,9 +151,11 @@ def job_trials(
         version = int(header.finished_at.timestamp() * 1e6) if header.finished_at is not None else 0
         if finished:
             # A finished job's trials never change: sort them once, then cut every page out of
-            # that order (however deep: no OFFSET scan, no sort per page on PostgreSQL).
+            # that order (however deep: no OFFSET scan, no sort per page on PostgreSQL). It is
+            # kept while the job's end time is the same: a deleted job's id is a 404 above, and
+            # a new job under a reused id ends at another time.
             order = cache.get(("trial-order", job_id, sort, state, source), version,
-                              lambda: ordered_ids(s, filters, sort))
+                              lambda: ordered_ids(s, filters, sort), max_age=None)
             rows, total = trials_by_ids(s, order[offset:offset + limit]), len(order)
         elif sort.lstrip("-") in INDEXED_SORTS:
             # A running job's page: its ids come from an index of trials.
