@@ -19,6 +19,7 @@ Concurrent misses of one key compute once.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -29,6 +30,8 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine, func, select
 
 from nictune.db import Measurement, connection_scope
+
+log = logging.getLogger(__name__)
 
 MAX_AGE_S = 10.0
 MAX_ENTRIES = 64
@@ -65,6 +68,7 @@ class VersionedCache:
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._key_locks: dict[Hashable, threading.Lock] = {}
+        self._refreshing: set[Hashable] = set()
         self.hits = 0
         self.misses = 0
 
@@ -97,11 +101,43 @@ class VersionedCache:
             if entry is not None:
                 return entry.value
             value = compute()
-            with self._lock:
-                self.misses += 1
-                self._entries[key] = _Entry(version, time.monotonic(), value, max_age)
-                self._entries.move_to_end(key)
-                while len(self._entries) > MAX_ENTRIES:
-                    old, _ = self._entries.popitem(last=False)
-                    self._key_locks.pop(old, None)
+            self._store(key, version, value, max_age, miss=True)
             return value
+
+    def _store(self, key: Hashable, version: int, value: Any, max_age: float | None, miss: bool) -> None:
+        with self._lock:
+            self.misses += miss
+            self._entries[key] = _Entry(version, time.monotonic(), value, max_age)
+            self._entries.move_to_end(key)
+            while len(self._entries) > MAX_ENTRIES:
+                old, _ = self._entries.popitem(last=False)
+                self._key_locks.pop(old, None)
+
+    def stale(self, key: Hashable, version: int) -> Any:
+        """The value of ``key`` at ``version`` whatever its age, else ``None``."""
+        with self._lock:
+            entry = self._entries.get(key)
+            return entry.value if entry is not None and entry.version == version else None
+
+    def refresh(self, key: Hashable, version: int, compute: Callable[[], Any], max_age: float | None = MAX_AGE_S
+                ) -> None:
+        """Compute ``key`` at ``version`` again on a thread of its own and keep the result, while
+        callers go on answering the value they have (stale while revalidating: a request never
+        waits for the periodic recomputation of a value whose version has not changed). At
+        most one refresh of a key runs at a time; one that fails leaves the old value, and the
+        next request after it tries again."""
+        with self._lock:
+            if key in self._refreshing:
+                return
+            self._refreshing.add(key)
+
+        def run() -> None:
+            try:
+                self._store(key, version, compute(), max_age, miss=False)
+            except Exception:
+                log.warning("refreshing a cached answer failed; the next request computes it", exc_info=True)
+            finally:
+                with self._lock:
+                    self._refreshing.discard(key)
+
+        threading.Thread(target=run, name="nictune-cache-refresh", daemon=True).start()

@@ -66,3 +66,43 @@ def test_concurrent_misses_of_one_key_compute_once() -> None:
     for t in threads:
         t.join()
     assert calls == [1]
+
+
+def test_an_expired_value_of_the_same_version_is_answered_while_it_is_computed_again(clock: list[float]) -> None:
+    cache = VersionedCache()
+    cache.get("best", 3, lambda: "old")
+    clock[0] += MAX_AGE_S + 1
+    assert cache.peek("best", 3) is None and cache.stale("best", 3) == "old"
+    assert cache.stale("best", 4) is None, "another version's value is never answered"
+    release = threading.Event()
+    calls: list[int] = []
+
+    def recompute() -> str:
+        calls.append(1)
+        release.wait(5)
+        return "new"
+
+    cache.refresh("best", 3, recompute)
+    cache.refresh("best", 3, recompute)  # one refresh of a key at a time
+    assert cache.stale("best", 3) == "old"
+    release.set()
+    deadline = time.perf_counter() + 5
+    while cache.peek("best", 3) != "new":
+        assert time.perf_counter() < deadline
+        time.sleep(0.01)
+    assert calls == [1]
+
+
+def test_a_failed_refresh_keeps_the_old_value(clock: list[float]) -> None:
+    cache = VersionedCache()
+    cache.get("best", 3, lambda: "old")
+
+    def broken() -> str:
+        raise RuntimeError("database gone")
+
+    cache.refresh("best", 3, broken)
+    deadline = time.perf_counter() + 5
+    while "best" in cache._refreshing:  # waiting for the refresh thread
+        assert time.perf_counter() < deadline
+        time.sleep(0.01)
+    assert cache.stale("best", 3) == "old"
