@@ -156,10 +156,11 @@ def job_trials(
             # a new job under a reused id ends at another time.
             order = cache.get(("trial-order", job_id, sort, state, source), version,
                               lambda: ordered_ids(s, filters, sort), max_age=None)
-            rows, total = trials_by_ids(s, order[offset:offset + limit]), len(order)
+            rows, total = trials_by_ids(s, order[offset:offset + limit], named=False), len(order)
         elif sort.lstrip("-") in INDEXED_SORTS:
             # A running job's page: its ids come from an index of trials.
-            rows, total = trials_by_ids(s, page_ids(s, filters, sort, limit, offset)), trial_count(s, filters)
+            ids = page_ids(s, filters, sort, limit, offset)
+            rows, total = trials_by_ids(s, ids, named=False), trial_count(s, filters)
         else:
             rows, total = trials_page(s, filters, sort, limit, offset)
         items = [trial_view(r, simulated=simulated) for r in rows]
@@ -198,7 +199,7 @@ def _keyset_page(request: Request, dbe: DbEngine, job_id: int, filters: TrialFil
             raise ApiError(404, f"there is no job with id {job_id}", field="job_id")
         simulated = header.kind == "sim"
         ids = ids_after(s, filters, sort, position, limit + 1)
-        rows = trials_by_ids(s, ids[:limit])
+        rows = trials_by_ids(s, ids[:limit], named=False)
         total = trial_count(s, filters)
         cursor = encode_cursor(sort, rows[-1]) if len(ids) > limit else None
         items = [trial_view(r, simulated=simulated) for r in rows]
