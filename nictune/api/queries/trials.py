@@ -89,10 +89,10 @@ def _decode(text: str | None) -> dict[str, Any]:
 
 def _row(r: Sequence[Any]) -> TrialRow:
     rest = 9 + _N_MAIN
-    named = len(r) > rest + 2
+    # A row of _BY_IDS_UNNAMED ends at the configuration: no testbed, kind or workload.
+    testbed, kind, workload = r[rest + 2:] or (None, None, None)
     return TrialRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _decode(r[8]),
-                    dict(zip(MAIN_METRICS, r[9:rest], strict=True)), r[rest], r[rest + 1],
-                    r[rest + 2] if named else None, r[rest + 3] if named else None, r[rest + 4] if named else None)
+                    dict(zip(MAIN_METRICS, r[9:rest], strict=True)), r[rest], r[rest + 1], testbed, kind, workload)
 
 
 def _metric(name: str) -> ColumnElement[Any]:
