@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -34,9 +35,10 @@ class TokenCache:
     ``ttl`` 0 keeps nothing. At most ``max_entries`` tokens, the oldest found forgotten first.
     """
 
-    def __init__(self, ttl: float, max_entries: int = 1024):
+    def __init__(self, ttl: float, max_entries: int = 1024, clock: Callable[[], float] = time.monotonic):
         self.ttl = ttl
         self.max_entries = max_entries
+        self.clock = clock
         self._found: dict[str, tuple[float, TokenInfo]] = {}
         self._lock = threading.Lock()
 
@@ -45,7 +47,7 @@ class TokenCache:
         if self.ttl <= 0:
             return None
         found = self._found.get(hash_token(secret))
-        if found is None or time.monotonic() - found[0] >= self.ttl:
+        if found is None or self.clock() - found[0] >= self.ttl:
             return None
         return found[1]
 
@@ -55,11 +57,11 @@ class TokenCache:
             return
         with self._lock:
             if len(self._found) >= self.max_entries:
-                now = time.monotonic()
+                now = self.clock()
                 self._found = {k: v for k, v in self._found.items() if now - v[0] < self.ttl}
                 while len(self._found) >= self.max_entries:
                     del self._found[next(iter(self._found))]
-            self._found[hash_token(secret)] = (time.monotonic(), token)
+            self._found[hash_token(secret)] = (self.clock(), token)
 
 
 def token_of(dbe: DbEngine, secret: str | None, needed: Role = Role.READ, known: TokenCache | None = None) -> TokenInfo:
