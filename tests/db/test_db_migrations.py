@@ -11,6 +11,7 @@ from pathlib import Path
 
 import platformdirs
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import func, inspect, select, text
@@ -20,6 +21,7 @@ import nictune.db
 from nictune.db import (
     Base,
     Workload,
+    alembic_config,
     current_revision,
     default_url,
     head_revision,
@@ -111,6 +113,27 @@ def test_processes_opening_a_new_database_at_once_do_not_race(db_url: str) -> No
 
     assert [racer.returncode for racer in racers] == [0, 0, 0], outcomes
     assert [out.strip() for out, _ in outcomes] == [head_revision()] * 3
+
+
+def test_the_shipped_head_is_alembics_head() -> None:
+    assert head_revision() == nictune.db.migrate.SHIPPED_HEAD
+
+
+@pytest.mark.system
+def test_an_up_to_date_database_opens_without_importing_alembic(db_url: str) -> None:
+    open_database(db_url).dispose()
+    opener = ("import sys; from nictune.db import open_database, session_scope, Job; from sqlalchemy import select; "
+              "e = open_database(sys.argv[1]); s = session_scope(e).__enter__(); s.scalars(select(Job)).all(); "
+              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))")
+    done = subprocess.run([sys.executable, "-c", opener, db_url], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    # A database behind the shipped head still goes through Alembic and is upgraded.
+    command.downgrade(alembic_config(db_url), "0005")
+    assert current_revision(db_url) == "0005"
+    assert upgrade(db_url) == head_revision()
+    with make_engine(db_url).connect() as connection:
+        assert inspect(connection).has_table("config_stats")
 
 
 def test_a_database_from_a_newer_nictune_is_refused(db_url: str) -> None:
