@@ -43,7 +43,7 @@ if [ ! -f .cache/tuned/usr/lib/python3/dist-packages/tuned/profiles/loader.py ] 
   rm -rf "$tmp"
 fi
 # Compile nictune's modules once: an editable install leaves them as sources, and where
-# PYTHONDONTWRITEBYTECODE is set (this machine sets it) every command would compile them again
+# PYTHONDONTWRITEBYTECODE is set (as on the project's machines) every command would compile them again
 # (about 0.4 s of each start). Python checks each .pyc against its source, so an edit is never stale.
 .venv/bin/python -m compileall -q -j 0 nictune >/dev/null
 .venv/bin/python -c "import nictune" && echo "setup: ready (.venv/bin/nictune)"

@@ -144,10 +144,6 @@ def upgrade(target: str | URL | Engine | None = None, revision: str = "head") ->
             from alembic.script.revision import RevisionError
             from alembic.util.exc import CommandError
 
-            with _quiet_alembic():
-                current = MigrationContext.configure(connection).get_current_revision()
-            if revision == "head" and current == head_revision():
-                return current
             config = alembic_config()
             config.attributes["connection"] = connection
             try:

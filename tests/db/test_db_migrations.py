@@ -122,9 +122,15 @@ def test_the_shipped_head_is_alembics_head() -> None:
 @pytest.mark.system
 def test_an_up_to_date_database_opens_without_importing_alembic(db_url: str) -> None:
     open_database(db_url).dispose()
-    opener = ("import sys; from nictune.db import open_database, session_scope, Job; from sqlalchemy import select; "
-              "e = open_database(sys.argv[1]); s = session_scope(e).__enter__(); s.scalars(select(Job)).all(); "
-              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))")
+    opener = "\n".join([
+        "import sys",
+        "from sqlalchemy import select",
+        "from nictune.db import Job, open_database, session_scope",
+        "engine = open_database(sys.argv[1])",
+        "with session_scope(engine) as s:",
+        "    s.scalars(select(Job)).all()",
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))",
+    ])
     done = subprocess.run([sys.executable, "-c", opener, db_url], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
@@ -132,8 +138,12 @@ def test_an_up_to_date_database_opens_without_importing_alembic(db_url: str) -> 
     command.downgrade(alembic_config(db_url), "0005")
     assert current_revision(db_url) == "0005"
     assert upgrade(db_url) == head_revision()
-    with make_engine(db_url).connect() as connection:
-        assert inspect(connection).has_table("config_stats")
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            assert inspect(connection).has_table("config_stats")
+    finally:
+        engine.dispose()
 
 
 def test_a_database_from_a_newer_nictune_is_refused(db_url: str) -> None:
