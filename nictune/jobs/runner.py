@@ -729,7 +729,9 @@ class JobRunner:
                 return False
             if not rules.race_fits(1):
                 return self._race_out_of_time(ctx, 0)
+            started = time.monotonic()
             remeasure(ctx, race, key, 1)
+            rules.add_race_time(time.monotonic() - started, 1)
         # Then until it is decided (RacingPolicy.race_step): the recommendation to its runs,
         # and any configuration that could still beat it once more; at most race_cap
         # measurements (counted across a resume).
@@ -762,7 +764,9 @@ class JobRunner:
                 self._notice(f"final race: measuring the recommended configuration {again}")
             else:
                 self._notice(f"final race: measuring trial {race.number[key]}, which could still be better, {again}")
+            started = time.monotonic()
             got = remeasure(ctx, race, key, times)
+            rules.add_race_time(time.monotonic() - started, times)
             spent += times
             self._race_state(ctx, decided=None, spent=spent)
             if got == 0:  # the measurement failed: the race stops with what it has

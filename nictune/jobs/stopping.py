@@ -41,6 +41,8 @@ _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)\s*$", re.IGNORECASE)
 #: Measured trial durations kept for the estimate (the most recent ones).
 KEPT_DURATIONS = 10
+#: Benchmark runs the time limit keeps for the final race beyond what an unchallenged race needs.
+SPARE_RACE_RUNS = 1
 
 
 def parse_duration(raw: str | float | int, field: str = "time_limit") -> float:
@@ -106,6 +108,7 @@ class StopRules:
         self._elapsed_before = float(stats.get("elapsed_s") or 0.0)
         self._started = time.monotonic()
         self.durations: list[float] = [float(d) for d in state.get("trial_s") or []]
+        self.race_durations: list[float] = []
         self.unimproved = int(state.get("unimproved", 0))
         self.final_race_runs = final_race_runs
         self.reason: str | None = None
@@ -123,19 +126,20 @@ class StopRules:
     def needed_s(self) -> float | None:
         """The time one more trial and the final race still need.
 
-        The estimate: ``(1 + final_race_runs)`` times the longest of the last
+        The estimate: ``(2 + final_race_runs)`` times the longest of the last
         :data:`KEPT_DURATIONS` measured trials, each timed as its batch's wall time (the
         engine's proposal, the measurement, database and callbacks) per wave of trials run in
         parallel (:meth:`add_time`). A measured trial is one benchmark run with racing,
         as is each run of the final race; ``final_race_runs`` counts the finalists measured
         once more and the runs the recommendation still needs to reach its repeats (a race
-        nothing challenges: a challenger costs one run more, and the race itself also
-        watches the clock, see :meth:`race_fits`). The longest rather than the mean, because
+        nothing challenges), and one run is kept spare, for a challenger or a run slower than
+        the ones before it (a loaded host); the race itself also watches the clock, see
+        :meth:`race_fits`. The longest rather than the mean, because
         overrunning a limit is worse than stopping a trial early. ``None`` before any trial
         was measured: the first trial always runs.
         """
         trial = self.trial_s()
-        return None if trial is None else trial * (1 + self.final_race_runs)
+        return None if trial is None else trial * (1 + SPARE_RACE_RUNS + self.final_race_runs)
 
     def time_is_up(self) -> bool:
         """Whether a new trial must not start (sets :attr:`reason`)."""
@@ -149,11 +153,18 @@ class StopRules:
         return self.reason == "time-limit"
 
     def race_fits(self, runs: int) -> bool:
-        """Whether ``runs`` more benchmark runs of the final race end within the limit."""
-        trial = self.trial_s()
-        if self.time_limit_s is None or trial is None:
+        """Whether ``runs`` more benchmark runs of the final race end within the limit: each
+        takes as long as the longest race run so far, or before the first one as a measured
+        trial (:meth:`trial_s`), whose time also holds the engine's proposal."""
+        run = max(self.race_durations) if self.race_durations else self.trial_s()
+        if self.time_limit_s is None or run is None:
             return True
-        return self.elapsed_s() + trial * runs <= self.time_limit_s
+        return self.elapsed_s() + run * runs <= self.time_limit_s
+
+    def add_race_time(self, seconds: float, runs: int) -> None:
+        """Time ``runs`` benchmark runs of the final race that took ``seconds`` in all."""
+        if runs > 0:
+            self.race_durations = [*self.race_durations, seconds / runs][-KEPT_DURATIONS:]
 
     # ---------------------------------------------------------- trials
     def add_time(self, seconds: float, measured: int, slots: int) -> None:

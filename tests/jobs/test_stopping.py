@@ -15,7 +15,7 @@ from nictune import db
 from nictune.errors import InvalidInputError
 from nictune.executors import LocalExecutor, MeasureRequest
 from nictune.jobs import JobRunner, JobSpec, create_job, job_report
-from nictune.jobs.stopping import format_duration, parse_duration
+from nictune.jobs.stopping import StopRules, format_duration, parse_duration
 from nictune.measure._base import TrialResult
 from nictune.report import build_report, load_job
 
@@ -168,3 +168,24 @@ def test_bad_durations_name_the_field_and_the_form(text: Any) -> None:
 
 def test_durations_read_back() -> None:
     assert [format_duration(s) for s in (4.0, 45, 1200, 725, 5400)] == ["4s", "45s", "20m", "12m 5s", "1h 30m"]
+
+
+def test_the_time_limit_keeps_a_spare_run_for_the_race_and_times_the_race_by_its_own_runs() -> None:
+    # A job that has used 10 s of 20; its search trials took up to 1 s, the engine's
+    # proposal included; an unchallenged final race needs 4 runs.
+    rules = StopRules({"time_limit_s": 20.0}, {"elapsed_s": 10.0, "stopping": {"trial_s": [0.4, 1.0]}}, 4)
+    assert rules.trial_s() == 1.0
+    assert rules.needed_s() == pytest.approx(1.0 * (1 + 1 + 4))  # one more trial, a spare run, the race
+    assert not rules.time_is_up()
+    late = StopRules({"time_limit_s": 20.0}, {"elapsed_s": 14.5, "stopping": {"trial_s": [1.0]}}, 4)
+    assert late.time_is_up() and late.reason == "time-limit"  # 5.5 s left, 6 needed
+    # Before its first run the race is timed as a search trial: 9 runs of 1 s do not fit in 10 s left ...
+    assert rules.race_fits(9) and not rules.race_fits(11)
+    # ... after it, by its own runs (no proposal to wait for): 0.5 s each.
+    rules.add_race_time(1.0, 2)
+    assert rules.race_durations == [0.5]
+    assert rules.race_fits(19) and not rules.race_fits(21)
+    rules.add_race_time(0.0, 0)  # nothing measured: nothing learnt
+    assert rules.race_durations == [0.5]
+    # Without a limit everything fits.
+    assert StopRules({}, {}, 4).race_fits(1000)
