@@ -9,6 +9,7 @@ from rich import box
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt
+from nictune.cli.fit import fitted
 from nictune.formatting import changed_text, format_interval
 from nictune.jobs.baselines import comparison_rows
 from nictune.metrics import METRICS, heading, label, unit
@@ -146,19 +147,23 @@ def print_jobs(title: str, rows: list[dict[str, Any]], *, filtered: bool) -> Non
     ``result`` (the recommendation: ``objective``, ``mean``, ``low``, ``high``; or ``None``).
     ``filtered``: the query had filters, so an empty answer says that none matched."""
     # 86 columns wide for a simulated testbed (it was 125): no vertical rules, one space apart.
-    # Narrower terminals fold cells onto more lines, and nothing is cut: a testbed's name cut
-    # to "sim:benson-…" hid which testbed it was.
+    # A narrower terminal breaks cells at spaces, hyphens and colons (nictune.cli.fit), never
+    # inside a word: "sim:benson-…" hid which testbed it was, "complete" / "d" was hard to read.
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=0, show_edge=False)
-    for col in ("job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached",
-                "result"):
-        table.add_column(col, justify="right" if col in ("job", "trials", "cached", "result") else "left",
-                         overflow="fold")
+    headers = ["job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached", "result"]
+    cells = []
     for r in rows:
         sim = r["simulated"] and not r["testbed"].startswith("sim:")
         goal = ", ".join(r["objectives"]) + (f" [{', '.join(r['constraints'])}]" if r["constraints"] else "")
-        table.add_row(str(r["job_id"]), r["state"], str(r["created_at"])[:16].replace("T", " "),
+        cells.append([str(r["job_id"]), r["state"], str(r["created_at"])[:16].replace("T", " "),
                       r["testbed"] + (" (sim)" if sim else ""), r["workload"], goal,
-                      r["engine"], f"{r['done']}/{r['budget']}", str(r["cached"]), result_text(r.get("result")))
+                      r["engine"], f"{r['done']}/{r['budget']}", str(r["cached"]), result_text(r.get("result"))])
+    widths, cells = fitted(headers, cells, console.width - (len(headers) - 1))
+    for col, width in zip(headers, widths, strict=True):
+        table.add_column(col, justify="right" if col in ("job", "trials", "cached", "result") else "left",
+                         overflow="fold", width=width)
+    for row in cells:
+        table.add_row(*row)
     console.print(table)
     if not rows:
         console.print("no job matches these filters" if filtered else
@@ -211,14 +216,18 @@ def print_baselines(report: Mapping[str, Any]) -> None:
     conf = (comparison["recommendation"].get("interval") or {}).get("confidence") or 0.9
     table = Table(title=f"recommendation vs the default and the stock profiles: {obj['label']} ({obj['unit']}, "
                         f"{conf:.0%} CI; {obj['direction']})" + (" (simulated)" if report.get("simulated") else ""))
-    table.add_column("configuration")
-    for col in ("trial", f"{obj['label']}\n{obj['unit']}".rstrip(), *(heading(m) for m in comparison["metrics"]),
-                "recommendation vs it"):
-        table.add_column(col, justify="right")
     rows = comparison_rows(comparison)
-    for row in rows:
-        table.add_row(row["name"], row["trial"], row["objective"], *(row[m] for m in comparison["metrics"]),
-                      row["vs"])
+    # Nothing is cut short ("tuned-network-throughput" and "tuned-network-latency" both
+    # became "tuned-netwo…" at 80 columns): a narrow terminal breaks cells after hyphens.
+    headers = ["configuration", "trial", f"{obj['label']}\n{obj['unit']}".rstrip(),
+               *(heading(m) for m in comparison["metrics"]), "recommended vs it"]
+    cells = [[row["name"], row["trial"], row["objective"], *(row[m] for m in comparison["metrics"]), row["vs"]]
+             for row in rows]
+    widths, cells = fitted(headers, cells, console.width - 3 * len(headers) - 1)  # padding and rules
+    for i, (col, width) in enumerate(zip(headers, widths, strict=True)):
+        table.add_column(col, justify="left" if i == 0 else "right", width=width)
+    for line in cells:
+        table.add_row(*line)
     console.print(table)
     for row in rows:
         if row["note"]:

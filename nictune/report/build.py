@@ -293,7 +293,7 @@ def _baselines(job: JobData) -> dict[str, Any] | None:
     return {
         "label": obj["label"], "direction": obj["direction"],
         "heads": ["configuration", "trial", f"{obj['label']} ({obj['unit']}, {conf:.0%} CI)", *names,
-                  "recommendation vs it", "note"],
+                  "recommended vs it", "note"],
         "rows": [[r[c] for c in columns] for r in comparison_rows(comparison)],
         "stock": [{"name": b["name"], "description": b.get("description") or "", "source": b.get("source") or [],
                    "not_expressed": b.get("not_expressed") or []}

@@ -94,10 +94,29 @@ def test_the_end_of_optimize_shows_each_stock_profile(finished: Finished) -> Non
 
 
 @pytest.mark.system
+def test_at_80_columns_every_name_is_whole(finished: Finished) -> None:
+    # "tuned-network-throughput" and "tuned-network-latency" both used to end as
+    # "tuned-netwo…" in a terminal of 80 columns: two rows nobody could tell apart.
+    env = dict(os.environ, COLUMNS="80", NO_COLOR="1")
+    res = subprocess.run([sys.executable, "-m", "nictune", "history", "show", str(finished.job_id), "--db",
+                          finished.url], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout[res.stdout.index("recommendation vs the default and the stock profiles"):]
+    table = out[: out.index("└")].splitlines()
+    assert all(len(line) <= 80 for line in table), table
+    names = [line.split("│")[1].strip() for line in table if line.startswith("│ ")]
+    assert "…" not in "".join(names), names
+    text = " ".join(n for n in names if n)
+    for name in ("recommendation", "default", "tuned-network- throughput (stock)",
+                 "tuned-network- latency (stock)", "esnet (stock)"):
+        assert name in text, names
+
+
+@pytest.mark.system
 def test_optimize_json_and_history_show_carry_the_comparison(finished: Finished) -> None:
     res = _cli("history", "show", str(finished.job_id), "--db", finished.url)
     assert res.returncode == 0, res.stderr
-    assert "tuned-network-latency (stock)" in res.stdout and "recommendation vs it" in res.stdout
+    assert "tuned-network-latency (stock)" in res.stdout and "recommended vs it" in res.stdout
     res = _cli("history", "show", str(finished.job_id), "--db", finished.url, "--json")
     shown = json.loads(res.stdout)["baselines"]
     assert [b["name"] for b in shown["baselines"]] == ["default", *STOCK]

@@ -361,7 +361,7 @@ export function render(root, ctx, jobId) {
       ? formatInterval(e.value, (e.interval.high - e.interval.low) / 2) : num(e.value);
     const head = h("tr", {}, h("th", {}, "Configuration"), h("th", {class: "num"}, "Trial"),
       h("th", {class: "num"}, `${obj.label} (${obj.unit})`), ...cmp.metrics.map((m) => h("th", {class: "num wrap"}, metricHeading(m))),
-      h("th", {class: "num"}, "Recommendation vs it"));
+      h("th", {class: "num"}, "Recommended vs it"));
     const rec = cmp.recommendation;
     const rows = [h("tr", {class: "objective", "data-name": "recommendation"}, h("th", {}, "Recommendation"),
       h("td", {class: "num"}, String(rec.number)), h("td", {class: "num"}, iv(rec)),
