@@ -12,6 +12,7 @@ from rich.table import Table
 from nictune import db
 from nictune.cli._common import SIM_NOTE, console, fmt, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
+from nictune.cli.fit import fitted
 from nictune.cli.remote import (
     SERVER_OPTION,
     TOKEN_OPTION,
@@ -125,36 +126,49 @@ def _result(stats: dict[str, Any]) -> dict[str, Any] | None:
             "high": interval.get("high")}
 
 
-def trials_table(report: dict[str, Any], rows: list[dict[str, Any]]) -> Table:
+def trials_table(report: dict[str, Any], rows: list[dict[str, Any]],
+                 width: int | None = None) -> tuple[Table, list[tuple[str, str]]]:
     """Every trial in order: its objectives (each with its unit), the main metrics the job
-    measured (labelled, with units), and what it changed from the default configuration."""
+    measured (labelled, with units), and what it changed from the default configuration.
+
+    In ``width`` columns (the console's when ``None``) cells break at spaces, hyphens and
+    the like, never inside a word (:mod:`nictune.cli.fit`). Where even so the changes do not
+    fit beside the figures, they are left out of the table and returned, as ``(trial,
+    changes)``, for a list under it: a column squeezed past the terminal's edge was cut off."""
     objectives = [get_objective(name) for name in report["objectives"]]
     measured = {name for r in rows for name in r["metrics"]}
     own = {o.metric for o in objectives if o.per is None}
     metrics = [m for m in TABLE_METRICS if m in measured and m not in own]
     default = report.get("default_config") or {}
-    table = Table()
-    table.add_column("trial", justify="right")
-    table.add_column("source")
-    table.add_column("runs", justify="right")
-    for o in objectives:
-        table.add_column(objective_heading(o), justify="right")
-    for m in metrics:
-        table.add_column(f"{label(m)}\n{unit(m)}".rstrip(), justify="right")
-    table.add_column("changed (vs default)", overflow="fold", ratio=1, min_width=24)
+    headers = ["trial", "source", "runs", *(objective_heading(o) for o in objectives),
+               *(f"{label(m)}\n{unit(m)}".rstrip() for m in metrics), "changed (vs default)"]
     best_no = report["best"]["number"] if report.get("best") else None
     raced_from_cache = {r["number"] for r in rows if r["cached_from"] and r["source"] == "measured"}
+    cells: list[list[str]] = []
     for r in rows:
         m = r["metrics"]
         changed = changed_text(r.get("config") or {}, default) if default else r["config_hash"][:12]
         if not m:
-            table.add_row(str(r["number"]), r["state"], "-", *["-"] * (len(objectives) + len(metrics)), changed)
+            cells.append([str(r["number"]), r["state"], "-", *["-"] * (len(objectives) + len(metrics)), changed])
             continue
         source = "cache+race" if r["number"] in raced_from_cache else r["source"]
-        table.add_row(str(r["number"]) + (" *" if r["number"] == best_no else ""), source,
+        cells.append([str(r["number"]) + (" *" if r["number"] == best_no else ""), source,
                       str(r.get("repeats") or "-"), *(_objective_cell(o, m) for o in objectives),
-                      *(fmt(m[k]) if k in m else "-" for k in metrics), changed)
-    return table
+                      *(fmt(m[k]) if k in m else "-" for k in metrics), changed])
+    room = (console.width if width is None else width) - 3 * len(headers) - 1  # padding and rules
+    widths, fitted_cells = fitted(headers, cells, room)
+    below: list[tuple[str, str]] = []
+    if widths[0] is None:  # the changes do not fit beside the figures: a list under the table
+        headers = headers[:-1]
+        below = [(c[0], c[-1]) for c in cells]
+        widths, fitted_cells = fitted(headers, [c[:-1] for c in cells], room + 3)
+    table = Table()
+    for col, w in zip(headers, widths, strict=True):
+        right = col not in ("source", "changed (vs default)")
+        table.add_column(col, justify="right" if right else "left", width=w, overflow="fold")
+    for line in fitted_cells:
+        table.add_row(*line)
+    return table, below
 
 
 def _cell(metrics: dict[str, float], name: str) -> str:
@@ -220,7 +234,16 @@ def show(
     if len(report["objectives"]) > 1:
         print_front(report)
     print_noise(report)
-    console.print(trials_table(report, rows))
+    table, below = trials_table(report, rows)
+    console.print(table)
+    if below:
+        console.print("changed (vs default), by trial:")
+        changes = Table.grid(padding=(0, 1))
+        changes.add_column(justify="right", min_width=5)
+        changes.add_column()
+        for number, changed in below:
+            changes.add_row(number, changed)
+        console.print(changes, highlight=False)
     # Errors under the table, where they can wrap: in a cell they squeezed every column.
     errors: dict[str, list[int]] = {}
     for r in rows:

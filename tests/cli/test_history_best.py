@@ -158,7 +158,14 @@ def test_history_show_lists_failed_trials_under_the_table_at_80_columns(tmp_path
     # Every column keeps its header (a long error in the source cell squeezed them away).
     header = " ".join(" ".join(lines[i] for i in range(len(lines)) if "source" in lines[i] or
                                 (i + 1 < len(lines) and "source" in lines[i + 1])).replace("┃", " ").split())
-    assert all(h in header for h in ("trial", "source", "runs", "throughput", "Gbit/s", "loss", "%", "changed"))
+    assert all(h in header for h in ("trial", "source", "runs", "throughput", "Gbit/s", "loss", "%"))
+    # No column runs past the terminal's edge: every row of the table ends with its rule.
+    table = [line for line in lines if line[:1] in "┏┃┡│└"]
+    assert table and all(line.rstrip()[-1] in "┓┃┩│┘" for line in table), table
+    # The changes did not fit beside the figures: they are listed under the table, a trial a row.
+    if "changed" not in header:
+        listed = lines[lines.index("changed (vs default), by trial:") + 1:]
+        assert listed[0].split()[0] == "0" and listed[0].split()[-1] == "(default)", listed
     assert sum(line.split("│")[2].strip() == "failed" for line in lines if line.count("│") > 3) == 4
     text = " ".join(shown.stdout.split())
     assert f"trials 3-4, 6 failed: {error}" in text and "trial 5 failed: iperf3 timed out" in text

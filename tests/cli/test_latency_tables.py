@@ -16,7 +16,7 @@ def _headers(objectives: list[str], *rows: dict[str, float]) -> str:
     trials = [{"number": i, "state": "completed", "source": "measured", "config_hash": "ab" * 32,
                "config": {"mtu": 9000}, "metrics": m, "repeats": 1, "cached_from": None}
               for i, m in enumerate(rows)]
-    table = trials_table(report, trials)
+    table, _ = trials_table(report, trials, width=200)
     return " | ".join(str(c.header).replace("\n", " ") for c in table.columns)
 
 
