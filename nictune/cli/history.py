@@ -162,7 +162,11 @@ def trials_table(report: dict[str, Any], rows: list[dict[str, Any]],
         headers = headers[:-1]
         below = [(c[0], c[-1]) for c in cells]
         widths, fitted_cells = fitted(headers, [c[:-1] for c in cells], room + 3)
-    table = Table()
+    padding = 1
+    if widths[0] is None:  # too narrow even so: no padding inside the cells
+        padding = 0
+        widths, fitted_cells = fitted(headers, [c[: len(headers)] for c in cells], room + 2 * len(headers))
+    table = Table(padding=(0, padding))
     for col, w in zip(headers, widths, strict=True):
         right = col not in ("source", "changed (vs default)")
         table.add_column(col, justify="right" if right else "left", width=w, overflow="fold")

@@ -214,8 +214,6 @@ def print_baselines(report: Mapping[str, Any]) -> None:
         return
     obj = comparison["objective"]
     conf = (comparison["recommendation"].get("interval") or {}).get("confidence") or 0.9
-    table = Table(title=f"recommendation vs the default and the stock profiles: {obj['label']} ({obj['unit']}, "
-                        f"{conf:.0%} CI; {obj['direction']})" + (" (simulated)" if report.get("simulated") else ""))
     rows = comparison_rows(comparison)
     # Nothing is cut short ("tuned-network-throughput" and "tuned-network-latency" both
     # became "tuned-netwo…" at 80 columns): a narrow terminal breaks cells after hyphens.
@@ -223,7 +221,15 @@ def print_baselines(report: Mapping[str, Any]) -> None:
                *(heading(m) for m in comparison["metrics"]), "recommended vs it"]
     cells = [[row["name"], row["trial"], row["objective"], *(row[m] for m in comparison["metrics"]), row["vs"]]
              for row in rows]
-    widths, cells = fitted(headers, cells, console.width - 3 * len(headers) - 1)  # padding and rules
+    title = (f"recommendation vs the default and the stock profiles: {obj['label']} ({obj['unit']}, "
+             f"{conf:.0%} CI; {obj['direction']})" + (" (simulated)" if report.get("simulated") else ""))
+    padding = 1
+    widths, fitted_cells = fitted(headers, cells, console.width - 3 * len(headers) - 1)  # padding and rules
+    if widths[0] is None:  # too narrow even so: no padding inside the cells
+        padding = 0
+        widths, fitted_cells = fitted(headers, cells, console.width - len(headers) - 1)
+    cells = fitted_cells
+    table = Table(title=title, padding=(0, padding))
     for i, (col, width) in enumerate(zip(headers, widths, strict=True)):
         table.add_column(col, justify="left" if i == 0 else "right", width=width)
     for line in cells:

@@ -32,3 +32,42 @@ def test_fitted_wraps_every_cell_to_its_column() -> None:
     for cell, width in zip(rows[0], widths, strict=True):
         assert width is not None and all(len(line) <= width for line in cell.split("\n")), (cell, width)
     assert fitted(["a"], [["a-very-long-name"]], 2) == ([None], [["a-very-long-name"]])
+
+
+def _comparison(metrics: list[str]) -> dict[str, object]:
+    values = {"latency_p99_us": 30.1, "loss_pct": 0.000947, "cpu_rx_pct": 107.2, "latency_p50_us": 20.5}
+
+    def entry(name: str, value: float, stock: bool) -> dict[str, object]:
+        return {"name": name, "stock": stock, "number": 1, "state": "completed", "value": value,
+                "interval": {"low": value * 0.96, "high": value * 1.04, "n": 3, "confidence": 0.9},
+                "metrics": {m: values[m] for m in metrics}, "change_pct": 432.8, "better": True, "error": None}
+
+    rec = entry("recommendation", 38.99, False)
+    return {"objective": {"name": "throughput", "metric": "throughput_gbps", "per": None, "direction": "maximize",
+                          "label": "throughput", "unit": "Gbit/s"},
+            "metrics": metrics, "recommendation": rec,
+            "baselines": [entry("default", 7.3, False), entry("tuned-network-throughput", 6.8, True),
+                          entry("tuned-network-latency", 6.9, True), entry("esnet", 7.1, True)]}
+
+
+def test_the_comparison_with_the_stock_profiles_fits_80_columns_with_every_name_whole() -> None:
+    from rich.console import Console
+
+    from nictune.cli import results
+
+    for metrics in (["loss_pct", "cpu_rx_pct"], ["latency_p99_us", "loss_pct", "cpu_rx_pct"]):  # 6 and 7 columns
+        console = Console(width=80, record=True, color_system=None)
+        original = results.console
+        results.console = console
+        try:
+            results.print_baselines({"baselines": _comparison(metrics), "simulated": True, "space": "benson-40g"})
+        finally:
+            results.console = original
+        out = console.export_text()
+        table = [line for line in out.splitlines() if line[:1] in "┏┃┡│└"]
+        assert table and all(len(line) <= 80 and line.rstrip()[-1] in "┓┃┩│┘" for line in table), out
+        names = " ".join(line.split("│")[1].strip() for line in table if line.startswith("│"))
+        assert "…" not in out, out
+        for name in ("recommendation", "tuned-network- throughput (stock)", "esnet (stock)"):
+            assert name in " ".join(names.split()), names
+        assert "latency" in " ".join(names.split()), names
