@@ -11,7 +11,7 @@ from nictune.errors import DatabaseUrlError, InvalidInputError, StorageError
 
 DB_OPTION = typer.Option(
     None, "--db", metavar="URL", callback=from_settings("db"),
-    help="Database URL (sqlite:///path, postgresql+psycopg://...) or a SQLite file's path; default: "
+    help="Database URL (sqlite:///PATH, postgresql+psycopg:// ...) or a SQLite file's path; default: "
          "$NICTUNE_DB, else a SQLite file in the user data directory.",
 )
 

@@ -161,24 +161,28 @@ def serve(
     metrics_public: bool = typer.Option(False, "--metrics-public",
                                         help="Serve /metrics without a token (a Prometheus scrape carries none); "
                                              "it holds counts and seconds, no job content."),
-    max_pending_jobs: int | None = typer.Option(None, "--max-pending-jobs", min=1, rich_help_panel="Limits",
-                                                help="Jobs one token may have pending or running (default 10; "
-                                                     "429 above)."),
+    max_pending_jobs: int | None = typer.Option(
+        None, "--max-pending-jobs", metavar="N", min=1, rich_help_panel="Limits",
+        help="Jobs one token may have pending or running (default 10; 429 above)."),
     max_requests_per_token: int | None = typer.Option(
-        None, "--max-requests-per-token", min=1, rich_help_panel="Limits",
+        None, "--max-requests-per-token", metavar="N", min=1, rich_help_panel="Limits",
         help="Requests of one token in progress at once, event streams aside (default 8; 429 above)."),
-    max_streams_per_token: int | None = typer.Option(None, "--max-streams-per-token", min=1, rich_help_panel="Limits",
-                                                     help="Event streams one token may have open (default 8)."),
-    max_requests: int | None = typer.Option(None, "--max-requests", min=1, rich_help_panel="Limits",
-                                            help="Requests in progress at once, all tokens together, event streams "
-                                                 "aside (default 64; 429 above)."),
-    max_streams: int | None = typer.Option(None, "--max-streams", min=1, rich_help_panel="Limits",
-                                           help="Event streams open at once, all tokens together (default 32)."),
-    max_body_bytes: int | None = typer.Option(None, "--max-body-bytes", min=1024, rich_help_panel="Limits",
-                                              help="Largest request body accepted (default 1000000; 413 above)."),
-    request_threads: int | None = typer.Option(None, "--request-threads", min=2, max=200, rich_help_panel="Limits",
-                                               help="Worker threads serving requests (default two per CPU, 2 to 8); "
-                                                    "event streams read on at most half as many of their own."),
+    max_streams_per_token: int | None = typer.Option(
+        None, "--max-streams-per-token", metavar="N", min=1, rich_help_panel="Limits",
+        help="Event streams one token may have open (default 8)."),
+    max_requests: int | None = typer.Option(
+        None, "--max-requests", metavar="N", min=1, rich_help_panel="Limits",
+        help="Requests in progress at once, all tokens together, event streams aside (default 64; 429 above)."),
+    max_streams: int | None = typer.Option(
+        None, "--max-streams", metavar="N", min=1, rich_help_panel="Limits",
+        help="Event streams open at once, all tokens together (default 32)."),
+    max_body_bytes: int | None = typer.Option(
+        None, "--max-body-bytes", metavar="BYTES", min=1024, rich_help_panel="Limits",
+        help="Largest request body accepted (default 1000000; 413 above)."),
+    request_threads: int | None = typer.Option(
+        None, "--request-threads", metavar="N", min=2, max=200, rich_help_panel="Limits",
+        help="Worker threads serving requests (default two per CPU, 2 to 8); event streams read on at most half as "
+             "many of their own."),
 ) -> None:
     """Run the REST service: submit, follow and query jobs over HTTP (see /docs)."""
     from nictune.api import ApiSettings, create_app
