@@ -4,9 +4,11 @@ Rich shares what a narrow terminal lacks over the widest columns, down to about 
 width, then cuts or folds words: at 80 columns ``nictune history`` printed "complete" / "d"
 and "sim:benso" / "n-40g", and the comparison with the stock profiles showed
 "tuned-netwo…" for both TuneD profiles. Here each column gets at least its longest
-unbreakable part (words break at spaces, after a hyphen, a colon or a slash), the rest of
-the room goes first to the columns that then fit whole, and every cell is broken at those
-points to its column's width before Rich lays it out.
+unbreakable part (words break at spaces and after a hyphen, colon, slash, plus, comma,
+underscore or equals sign), the rest of the room goes first to the columns that then fit
+whole, and every cell is broken at those points to its column's width before Rich lays it
+out. Where even the unbreakable parts do not fit, the widest columns give way first (only
+their longest parts are folded), not every column alike.
 """
 
 from __future__ import annotations
@@ -14,14 +16,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-#: A part that a line may end with: a run up to and including a hyphen, colon or slash, or
-#: what follows the last of them.
-_PART = re.compile(r"[^-:/]*[-:/]|[^-:/]+")
+#: A part that a line may end with: a run up to and including a hyphen, colon, slash, plus,
+#: comma, underscore or equals sign, or what follows the last of them.
+_PART = re.compile(r"[^-:/+,_=]*[-:/+,_=]|[^-:/+,_=]+")
 
 
 def wrap(text: str, width: int) -> str:
-    """``text`` broken at spaces and after hyphens, colons and slashes so that no line is
-    longer than ``width`` where its parts allow ("tuned-network-throughput (stock)" at 14:
+    """``text`` broken at spaces and after the characters above so that no line is longer
+    than ``width`` where its parts allow ("tuned-network-throughput (stock)" at 14:
     "tuned-network-", "throughput", "(stock)"); a part longer than ``width`` stays whole,
     and the line breaks already in ``text`` stay."""
     out: list[str] = []
@@ -47,18 +49,25 @@ def _most(text: str) -> int:
     return max((len(line) for line in text.split("\n")), default=0)
 
 
-def fit_widths(columns: Sequence[Sequence[str]], room: int) -> list[int] | None:
+def fit_widths(columns: Sequence[Sequence[str]], room: int, *, squeeze: bool = False) -> list[int] | None:
     """Widths for columns of these cells (the header first in each) within ``room``
     characters of text in all: every column as wide as its widest line where that fits; else
     at least its longest unbreakable part, and what is left goes whole to the columns that
     need the least of it to fit unbroken, then shared out in proportion to what the others
-    lack. ``None`` when not even the unbreakable parts fit (Rich then decides)."""
+    lack. When not even the unbreakable parts fit: ``None``, or with ``squeeze`` those widths
+    with the widest cut down one character at a time until they fit (``None`` when ``room``
+    leaves less than a character a column)."""
     least = [max((_least(c) for c in col), default=0) for col in columns]
     most = [max(lo, max((_most(c) for c in col), default=0)) for col, lo in zip(columns, least, strict=True)]
     if sum(most) <= room:
         return most
     if sum(least) > room:
-        return None
+        if not squeeze or room < len(columns):
+            return None
+        widths = list(least)
+        while sum(widths) > room:
+            widths[widths.index(max(widths))] -= 1
+        return widths
     widths = list(least)
     left = room - sum(widths)
     for i in sorted(range(len(columns)), key=lambda i: most[i] - least[i]):
@@ -73,12 +82,12 @@ def fit_widths(columns: Sequence[Sequence[str]], room: int) -> list[int] | None:
     return widths
 
 
-def fitted(headers: Sequence[str], rows: Sequence[Sequence[str]],
-           room: int) -> tuple[list[int | None], list[list[str]]]:
+def fitted(headers: Sequence[str], rows: Sequence[Sequence[str]], room: int, *,
+           squeeze: bool = False) -> tuple[list[int | None], list[list[str]]]:
     """The widths (:func:`fit_widths`; ``None`` each when nothing fits) and the rows with
     every cell broken to its column's width (:func:`wrap`)."""
     columns = [[h, *(r[i] for r in rows)] for i, h in enumerate(headers)]
-    widths = fit_widths(columns, room)
+    widths = fit_widths(columns, room, squeeze=squeeze)
     if widths is None:
         return [None] * len(headers), [list(r) for r in rows]
     return list(widths), [[wrap(c, w) for c, w in zip(r, widths, strict=True)] for r in rows]

@@ -165,7 +165,8 @@ def trials_table(report: dict[str, Any], rows: list[dict[str, Any]],
     padding = 1
     if widths[0] is None:  # too narrow even so: no padding inside the cells
         padding = 0
-        widths, fitted_cells = fitted(headers, [c[: len(headers)] for c in cells], room + 2 * len(headers))
+        widths, fitted_cells = fitted(headers, [c[: len(headers)] for c in cells], room + 2 * len(headers),
+                                      squeeze=True)
     table = Table(padding=(0, padding))
     for col, w in zip(headers, widths, strict=True):
         right = col not in ("source", "changed (vs default)")

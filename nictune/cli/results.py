@@ -158,7 +158,7 @@ def print_jobs(title: str, rows: list[dict[str, Any]], *, filtered: bool) -> Non
         cells.append([str(r["job_id"]), r["state"], str(r["created_at"])[:16].replace("T", " "),
                       r["testbed"] + (" (sim)" if sim else ""), r["workload"], goal,
                       r["engine"], f"{r['done']}/{r['budget']}", str(r["cached"]), result_text(r.get("result"))])
-    widths, cells = fitted(headers, cells, console.width - (len(headers) - 1))
+    widths, cells = fitted(headers, cells, console.width - (len(headers) - 1), squeeze=True)
     for col, width in zip(headers, widths, strict=True):
         table.add_column(col, justify="right" if col in ("job", "trials", "cached", "result") else "left",
                          overflow="fold", width=width)
@@ -227,7 +227,7 @@ def print_baselines(report: Mapping[str, Any]) -> None:
     widths, fitted_cells = fitted(headers, cells, console.width - 3 * len(headers) - 1)  # padding and rules
     if widths[0] is None:  # too narrow even so: no padding inside the cells
         padding = 0
-        widths, fitted_cells = fitted(headers, cells, console.width - len(headers) - 1)
+        widths, fitted_cells = fitted(headers, cells, console.width - len(headers) - 1, squeeze=True)
     cells = fitted_cells
     table = Table(title=title, padding=(0, padding))
     for i, (col, width) in enumerate(zip(headers, widths, strict=True)):

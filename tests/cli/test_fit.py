@@ -12,7 +12,8 @@ def test_wrap_breaks_after_hyphens_colons_and_slashes_and_at_spaces() -> None:
     assert wrap("39.6 ± 0.92 Gbit/s", 11) == "39.6 ± 0.92\nGbit/s"
     assert wrap("esnet (stock)", 14) == "esnet (stock)"
     assert wrap("x - y", 14) == "x - y"
-    assert wrap("a-part_longer_than_the_width", 8) == "a-\npart_longer_than_the_width"  # kept whole
+    assert wrap("a-partlongerthanthewidth", 8) == "a-\npartlongerthanthewidth"  # kept whole
+    assert wrap("netdev_max_backlog=250000 tcp+latency", 12) == "netdev_max_\nbacklog=\n250000 tcp+\nlatency"
     assert wrap("throughput\nGbit/s", 40) == "throughput\nGbit/s"  # given line breaks stay
 
 
@@ -23,7 +24,10 @@ def test_widths_fit_whole_where_they_can_and_never_below_a_part() -> None:
     assert narrow is not None and sum(narrow) <= 36
     assert narrow[:2] == [3, 11]  # short columns whole first
     assert narrow[2] >= len("benson-") and narrow[3] >= len("Gbit/s")  # nothing below its longest part
-    assert fit_widths(columns, 20) is None  # not even the parts fit: Rich decides
+    assert fit_widths(columns, 20) is None  # not even the parts fit: Rich decides ...
+    squeezed = fit_widths(columns, 20, squeeze=True)  # ... or the widest give way first
+    assert squeezed is not None and sum(squeezed) == 20 and squeezed[0] == 3, squeezed
+    assert fit_widths(columns, 3, squeeze=True) is None  # less than a character a column
 
 
 def test_fitted_wraps_every_cell_to_its_column() -> None:
