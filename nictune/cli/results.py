@@ -147,7 +147,7 @@ def print_jobs(title: str, rows: list[dict[str, Any]], *, filtered: bool) -> Non
     ``result`` (the recommendation: ``objective``, ``mean``, ``low``, ``high``; or ``None``).
     ``filtered``: the query had filters, so an empty answer says that none matched."""
     # 86 columns wide for a simulated testbed (it was 125): no vertical rules, one space apart.
-    # A narrower terminal breaks cells at spaces, hyphens and colons (nictune.cli.fit), never
+    # A narrower terminal breaks cells at spaces, after hyphens and the like (nictune.cli.fit), never
     # inside a word: "sim:benson-…" hid which testbed it was, "complete" / "d" was hard to read.
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=0, show_edge=False)
     headers = ["job", "state", "created", "testbed", "workload", "objective", "engine", "trials", "cached", "result"]
