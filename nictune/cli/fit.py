@@ -91,3 +91,21 @@ def fitted(headers: Sequence[str], rows: Sequence[Sequence[str]], room: int, *,
     if widths is None:
         return [None] * len(headers), [list(r) for r in rows]
     return list(widths), [[wrap(c, w) for c, w in zip(r, widths, strict=True)] for r in rows]
+
+
+def bordered_room(width: int, columns: int, padding: int) -> int:
+    """Characters of text a Rich table with vertical rules (one per column and one more)
+    and ``padding`` spaces each side of a cell leaves in ``width`` columns."""
+    return width - (2 * padding + 1) * columns - 1
+
+
+def fitted_bordered(headers: Sequence[str], rows: Sequence[Sequence[str]],
+                    width: int) -> tuple[list[int | None], list[list[str]], int]:
+    """:func:`fitted` for a table with vertical rules in ``width`` columns: with a space of
+    padding each side of a cell where that fits, else without padding and squeezed. Returns
+    the widths, the rows and the padding."""
+    widths, cells = fitted(headers, rows, bordered_room(width, len(headers), 1))
+    if widths[0] is not None:
+        return widths, cells, 1
+    widths, cells = fitted(headers, rows, bordered_room(width, len(headers), 0), squeeze=True)
+    return widths, cells, 0

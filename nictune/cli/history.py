@@ -12,7 +12,7 @@ from rich.table import Table
 from nictune import db
 from nictune.cli._common import SIM_NOTE, console, fmt, print_json
 from nictune.cli.dbopt import DB_OPTION, open_db
-from nictune.cli.fit import fitted
+from nictune.cli.fit import bordered_room, fitted, fitted_bordered
 from nictune.cli.remote import (
     SERVER_OPTION,
     TOKEN_OPTION,
@@ -155,18 +155,14 @@ def trials_table(report: dict[str, Any], rows: list[dict[str, Any]],
         cells.append([str(r["number"]) + (" *" if r["number"] == best_no else ""), source,
                       str(r.get("repeats") or "-"), *(_objective_cell(o, m) for o in objectives),
                       *(fmt(m[k]) if k in m else "-" for k in metrics), changed])
-    room = (console.width if width is None else width) - 3 * len(headers) - 1  # padding and rules
-    widths, fitted_cells = fitted(headers, cells, room)
+    total = console.width if width is None else width
+    widths, fitted_cells = fitted(headers, cells, bordered_room(total, len(headers), 1))
     below: list[tuple[str, str]] = []
+    padding = 1
     if widths[0] is None:  # the changes do not fit beside the figures: a list under the table
         headers = headers[:-1]
         below = [(c[0], c[-1]) for c in cells]
-        widths, fitted_cells = fitted(headers, [c[:-1] for c in cells], room + 3)
-    padding = 1
-    if widths[0] is None:  # too narrow even so: no padding inside the cells
-        padding = 0
-        widths, fitted_cells = fitted(headers, [c[: len(headers)] for c in cells], room + 2 * len(headers),
-                                      squeeze=True)
+        widths, fitted_cells, padding = fitted_bordered(headers, [c[:-1] for c in cells], total)
     table = Table(padding=(0, padding))
     for col, w in zip(headers, widths, strict=True):
         right = col not in ("source", "changed (vs default)")

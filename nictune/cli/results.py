@@ -9,7 +9,7 @@ from rich import box
 from rich.table import Table
 
 from nictune.cli._common import SIM_NOTE, console, fmt
-from nictune.cli.fit import fitted
+from nictune.cli.fit import fitted, fitted_bordered
 from nictune.formatting import changed_text, format_interval
 from nictune.jobs.baselines import comparison_rows
 from nictune.metrics import METRICS, heading, label, unit
@@ -223,12 +223,7 @@ def print_baselines(report: Mapping[str, Any]) -> None:
              for row in rows]
     title = (f"recommendation vs the default and the stock profiles: {obj['label']} ({obj['unit']}, "
              f"{conf:.0%} CI; {obj['direction']})" + (" (simulated)" if report.get("simulated") else ""))
-    padding = 1
-    widths, fitted_cells = fitted(headers, cells, console.width - 3 * len(headers) - 1)  # padding and rules
-    if widths[0] is None:  # too narrow even so: no padding inside the cells
-        padding = 0
-        widths, fitted_cells = fitted(headers, cells, console.width - len(headers) - 1, squeeze=True)
-    cells = fitted_cells
+    widths, cells, padding = fitted_bordered(headers, cells, console.width)
     table = Table(title=title, padding=(0, padding))
     for i, (col, width) in enumerate(zip(headers, widths, strict=True)):
         table.add_column(col, justify="left" if i == 0 else "right", width=width)

@@ -24,12 +24,17 @@ def test_every_command_is_walked() -> None:
     assert ["optimize"] in paths and ["history", "show"] in paths and ["spaces", "validate"] in paths
 
 
+def _help(path: list[str], columns: int, capsys: pytest.CaptureFixture[str],
+          monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main([*path, "--help"]) == 0
+    return capsys.readouterr().out
+
+
 @pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p) or "nictune")
 def test_help_has_no_type_noise(path: list[str], capsys: pytest.CaptureFixture[str],
                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "200")
-    assert main([*path, "--help"]) == 0
-    page = capsys.readouterr().out
+    page = _help(path, 200, capsys, monkeypatch)
     assert "Usage: nictune" in page
     noise = re.findall(r"<(?:str|int|float|bool|path|list\[[a-z]+\])>|2147483647", page)
     assert not noise, (path, noise)
@@ -39,8 +44,6 @@ def test_help_has_no_type_noise(path: list[str], capsys: pytest.CaptureFixture[s
 def test_help_at_80_columns_cuts_no_option_name_or_word(path: list[str], capsys: pytest.CaptureFixture[str],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     # "--max-requests-per-to…" in `serve --help`: an option nobody could type from the page.
-    monkeypatch.setenv("COLUMNS", "80")
-    assert main([*path, "--help"]) == 0
-    page = capsys.readouterr().out
+    page = _help(path, 80, capsys, monkeypatch)
     cut = [line for line in page.splitlines() if "…" in line]
     assert not cut, (path, cut)
