@@ -156,13 +156,16 @@ def fill(url: str, trials: int, seed: int = 1) -> tuple[str, list[int], dict[str
     began = time.monotonic()
     trial_rows: list[dict[str, Any]] = []
     measurement_rows: list[dict[str, Any]] = []
+    item_rows: list[dict[str, Any]] = []
     trial_id = 0
     with engine.begin() as connection:
         def flush() -> None:
             if trial_rows:
                 connection.execute(insert(db.Trial), trial_rows)
                 connection.execute(insert(db.Measurement), measurement_rows)
+                connection.execute(insert(db.TrialItem), item_rows)
                 trial_rows.clear()
+                item_rows.clear()
                 measurement_rows.clear()
 
         for job_id in job_ids:
@@ -181,13 +184,19 @@ def fill(url: str, trials: int, seed: int = 1) -> tuple[str, list[int], dict[str
                         "finished_at": start + timedelta(seconds=10 * r + 10),
                         **{m: metrics.get(m) for m in db.MAIN_METRICS}})
                 mean = Goal.mean_metrics(repeats)
+                summary = {"metrics": mean, "spread": Goal.spread(repeats), "repeats": REPEATS,
+                           "score": goal.score(mean).as_dict()}
+                finished = start + timedelta(seconds=30)
+                # The page-ready JSON the repository keeps for a finished trial (trial_items).
+                item = db.item_json(db.trial_item(
+                    job_id=job_id, number=number, state="completed", source="measured", config_hash=config.hash,
+                    canonical=config.canonical_json, summary=summary, error=None, started_at=start,
+                    finished_at=finished, simulated=True)).decode()
                 trial_rows.append({
                     "id": trial_id, "job_id": job_id, "number": number, "configuration_id": config_ids[config.hash],
-                    "state": "completed", "source": "measured", "started_at": start,
-                    "finished_at": start + timedelta(seconds=30), "notes": [],
-                    "summary": {"metrics": mean, "spread": Goal.spread(repeats), "repeats": REPEATS,
-                                "score": goal.score(mean).as_dict()},
-                    **{m: mean.get(m) for m in db.MAIN_METRICS}})
+                    "state": "completed", "source": "measured", "started_at": start, "finished_at": finished,
+                    "notes": [], "summary": summary, **{m: mean.get(m) for m in db.MAIN_METRICS}})
+                item_rows.append({"trial_id": trial_id, "item": item})
                 if len(trial_rows) >= CHUNK:
                     flush()
         flush()

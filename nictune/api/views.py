@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 from fastapi import Response
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from nictune.api.cache import VersionedCache
 from nictune.api.manager import CANCEL_KEY, JobManager
 from nictune.api.queries.jobs import CompletedTrial, TrialCounts, completed_trials
-from nictune.api.queries.trials import TrialRow
+from nictune.api.queries.trials import TrialRow, stored_items, trials_by_ids
 from nictune.api.schemas.jobs import (
     Baselines,
     BestTrial,
@@ -26,7 +27,7 @@ from nictune.api.schemas.jobs import (
     RaceState,
     Recommendation,
 )
-from nictune.db import Configuration, Job
+from nictune.db import Configuration, Job, clean_score, finite, item_json, trial_item
 from nictune.errors import NictuneError
 from nictune.jobs.report import job_account, short_runs
 from nictune.jobs.stopping import stop_reason_of
@@ -42,16 +43,6 @@ def sim_note(simulated: bool) -> str | None:
     return SIM_NOTE if simulated else None
 
 
-def finite(value: Any) -> float | None:
-    """A JSON-safe number: ``None`` for NaN, infinities and non-numbers."""
-    kind = type(value)
-    if kind is float:  # the common case first: this runs for every metric of every trial shown
-        return value if math.isfinite(value) else None
-    if kind is int:
-        return float(value)
-    return None
-
-
 def clean_metrics(metrics: Any) -> dict[str, float | None]:
     """Metric name -> JSON-safe value."""
     return {str(k): finite(v) for k, v in dict(metrics or {}).items()}
@@ -61,15 +52,6 @@ def clean_spread(spread: Any) -> dict[str, dict[str, float | None]]:
     """Metric name -> {"min", "max"} over a trial's repeats, JSON-safe."""
     return {str(k): {str(b): finite(v) for b, v in dict(bounds).items()}
             for k, bounds in dict(spread or {}).items() if isinstance(bounds, Mapping)}
-
-
-def clean_score(score: Any) -> dict[str, Any] | None:
-    """A stored or computed score with non-finite numbers as null."""
-    if score is None:
-        return None
-    raw = score.as_dict() if isinstance(score, Score) else dict(score)
-    return {"feasible": bool(raw.get("feasible")), "value": finite(raw.get("value")),
-            "violation": finite(raw.get("violation"))}
 
 
 def config_dict(row: Configuration) -> dict[str, Any]:
@@ -260,32 +242,35 @@ def _search_details(job: Job, detailed: bool) -> dict[str, Any]:
 
 def trial_view(row: TrialRow, *, simulated: bool, testbed: str | None = None,
                workload: str | None = None) -> dict[str, Any]:
-    """A trial as the API shows it (:class:`~nictune.api.schemas.trials.TrialOut`, as a JSON-ready
-    dict: a page of them is built without validating each, and a test checks them against it)."""
-    summary = row.summary
-    # Stored summaries went through SafeJSON, which already replaced NaN and infinities by
-    # null; passing them on as they are keeps long pages cheap.
-    repeats = summary.get("repeats")
-    cached_from = summary.get("cached_from")
-    canonical = row.config_json
-    return {
-        "job_id": row.job_id, "number": row.number, "state": row.state, "source": row.source,
-        "config_hash": row.config_hash,
-        # Canonical JSON of the knobs goes out as it is stored.
-        "config": orjson.Fragment(canonical) if canonical.startswith("{") else {"value": json.loads(canonical)},
-        "metrics": summary.get("metrics") or {}, "spread": summary.get("spread") or {},
-        "score": clean_score(summary.get("score")),
-        "repeats": repeats if type(repeats) is int else None,
-        "cached_from": cached_from if type(cached_from) is int else None,
-        "seconds": finite(summary.get("seconds")), "error": row.error, "started_at": row.started_at,
-        "finished_at": row.finished_at, "testbed": testbed, "workload": workload, "simulated": simulated,
-    }
+    """A trial as the API shows it (:func:`nictune.db.trial_item`, from a row read by the
+    queries: the one definition, also what ``trial_items`` keeps for a job's page)."""
+    return trial_item(job_id=row.job_id, number=row.number, state=row.state, source=row.source,
+                      config_hash=row.config_hash, canonical=row.config_json, summary=row.summary, error=row.error,
+                      started_at=row.started_at, finished_at=row.finished_at, simulated=simulated, testbed=testbed,
+                      workload=workload)
 
 
-def trial_page(items: list[dict[str, Any]], total: int, limit: int, offset: int, following: str | None) -> Response:
-    """A :class:`~nictune.api.schemas.trials.TrialPage` of :func:`trial_view` items, whose
-    ``next`` is ``following``."""
-    simulated = any(item["simulated"] for item in items)
+def job_page_items(s: Connection, ids: Sequence[int], *, simulated: bool) -> list[Any]:
+    """The items of one job's trial page, in the order of ``ids``: each finished trial's stored
+    JSON (``trial_items``) as it is, the others (running, or stored without one) built from
+    their rows; an id without a trial is left out."""
+    stored = stored_items(s, ids)
+    missing = [i for i in ids if i not in stored]
+    rows = {row.id: row for row in trials_by_ids(s, missing, named=False)}
+    items: list[Any] = []
+    for i in ids:
+        text = stored.get(i)
+        if text is not None:
+            items.append(orjson.Fragment(text))
+        elif i in rows:
+            items.append(trial_view(rows[i], simulated=simulated))
+    return items
+
+
+def trial_page(items: list[Any], total: int, limit: int, offset: int, following: str | None, *,
+               simulated: bool) -> Response:
+    """A :class:`~nictune.api.schemas.trials.TrialPage` of :func:`trial_view` items (or their
+    JSON), whose ``next`` is ``following``."""
     page = {"items": items, "total": total, "limit": limit, "offset": offset, "next": following,
             "simulated": simulated, "note": sim_note(simulated)}
-    return Response(orjson.dumps(page, option=orjson.OPT_UTC_Z | orjson.OPT_NAIVE_UTC), media_type="application/json")
+    return Response(item_json(page), media_type="application/json")

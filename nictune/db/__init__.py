@@ -22,6 +22,7 @@ from nictune.db.models import (
     Measurement,
     Testbed,
     Trial,
+    TrialItem,
     TrialSource,
     TrialState,
     Workload,
@@ -54,6 +55,7 @@ from nictune.db.repository import (
     workload_names,
 )
 from nictune.db.session import connection_scope, default_url, make_engine, resolve_url, session_scope, sqlite_path
+from nictune.db.trial_item import clean_score, finite, item_json, trial_item
 
 __all__ = [
     "MAIN_METRICS",
@@ -67,6 +69,7 @@ __all__ = [
     "Sample",
     "Testbed",
     "Trial",
+    "TrialItem",
     "TrialSource",
     "TrialState",
     "TrialSummaryRow",
@@ -75,6 +78,7 @@ __all__ = [
     "alembic_config",
     "cached_samples",
     "canonical_json",
+    "clean_score",
     "complete_trial",
     "config_stats",
     "configuration_measurements",
@@ -86,11 +90,13 @@ __all__ = [
     "default_url",
     "delete_job",
     "fail_trial",
+    "finite",
     "get_job",
     "get_or_create_configuration",
     "get_or_create_testbed",
     "get_or_create_workload",
     "head_revision",
+    "item_json",
     "job_trial_summaries",
     "job_trials",
     "list_jobs",
@@ -104,6 +110,7 @@ __all__ = [
     "set_job_state",
     "sqlite_path",
     "start_trial",
+    "trial_item",
     "upgrade",
     "workload_names",
 ]

@@ -249,12 +249,26 @@ class Trial(Base):
         back_populates="trial", order_by="Measurement.repeat", cascade="all, delete-orphan",
         passive_deletes=True,
     )
+    #: The finished trial as its job's page lists it (none while it runs).
+    page_item: Mapped[TrialItem | None] = relationship(cascade="all, delete-orphan", passive_deletes=True)
 
     def __repr__(self) -> str:
         return (
             f"Trial(id={self.id!r}, job_id={self.job_id!r}, number={self.number!r}, "
             f"state={self.state!r}, source={self.source!r})"
         )
+
+
+class TrialItem(Base):
+    """A finished trial as its job's trial page lists it: the API's ``TrialOut`` as JSON, no
+    testbed or workload named (:func:`nictune.db.trial_item.store_item`). Kept beside the trial
+    so that a page of a long job is its items put together; a trial without one (running, or
+    stored by other means) is shown from its row."""
+
+    __tablename__ = "trial_items"
+
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"), primary_key=True)
+    item: Mapped[str] = mapped_column(Text)
 
 
 class Measurement(Base):

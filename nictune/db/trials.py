@@ -23,6 +23,7 @@ from nictune.db.models import (
     TrialSource,
     TrialState,
 )
+from nictune.db.trial_item import store_item
 from nictune.db.types import as_utc, utcnow
 from nictune.errors import InvalidInputError, JobError
 
@@ -223,6 +224,7 @@ def complete_trial(
         trial.notes = list(notes)
     trial.error = None
     trial.finished_at = utcnow()
+    store_item(trial)
     s.flush()
     stats.record(s, trial, added, counted_before=False)
 
@@ -253,6 +255,7 @@ def add_measurements(
     trial.measurements.extend(added)
     trial.source = TrialSource.MEASURED.value
     _set_summary(trial, summary)
+    store_item(trial)
     s.flush()
     stats.record(s, trial, added, counted_before=counted_before)
 
@@ -269,6 +272,7 @@ def fail_trial(s: Session, trial: Trial, error: str) -> None:
     trial.state = TrialState.FAILED.value
     trial.error = error
     trial.finished_at = utcnow()
+    store_item(trial)
     s.flush()
 
 

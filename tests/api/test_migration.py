@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi.testclient import TestClient
-from sqlalchemy import inspect
+from sqlalchemy import func, inspect, select
 
 from nictune.api import ApiSettings, create_app
 from nictune.db import current_revision, head_revision, make_engine, open_database, session_scope
@@ -37,7 +39,7 @@ def test_a_database_of_revision_0001_is_upgraded_at_start(db_url: str) -> None:
 
     engine = open_database(db_url)  # what `nictune token create` and the service do first
     try:
-        assert current_revision(engine) == head_revision() == "0006"
+        assert current_revision(engine) == head_revision() == "0007"
         assert "api_tokens" in inspect(engine).get_table_names()
         with session_scope(engine) as s:
             _, token = create_token(s, "ci", "read")
@@ -47,7 +49,7 @@ def test_a_database_of_revision_0001_is_upgraded_at_start(db_url: str) -> None:
     with TestClient(create_app(ApiSettings(db_url=db_url)), headers={"Authorization": f"Bearer {token}"}) as api:
         job = api.get(f"/v1/jobs/{job_id}").json()
         assert job["state"] == "completed" and job["progress"]["done"] == 5
-        assert api.get("/healthz").json()["schema_revision"] == "0006"
+        assert api.get("/healthz").json()["schema_revision"] == "0007"
 
 
 def test_downgrading_to_0001_drops_only_the_tokens(db_url: str) -> None:
@@ -91,7 +93,7 @@ def test_revision_0005_keeps_tokens_working_and_jobs_without_a_submitter(db_url:
 
     engine = open_database(db_url)
     try:
-        assert current_revision(engine) == "0006"
+        assert current_revision(engine) == "0007"
         with session_scope(engine) as s:
             from nictune.db import Job
             from nictune.db.auth import list_tokens
@@ -101,3 +103,40 @@ def test_revision_0005_keeps_tokens_working_and_jobs_without_a_submitter(db_url:
             assert job is not None and (job.submitted_by, job.cancelled_by) == (None, None)
     finally:
         engine.dispose()
+
+
+def test_revision_0007_fills_the_page_items_as_the_recorder_writes_them(db_url: str) -> None:
+    """Upgrading to 0007 stores every finished trial's page item, equal to what a job records."""
+    from alembic import command
+
+    from nictune.db import Trial, TrialItem, alembic_config
+
+    first = open_database(db_url)
+    try:
+        job_id = create_job(first, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=6, seed=5))
+        JobRunner(first).run(job_id)
+        with session_scope(first) as s:
+            _, token = create_token(s, "ci", "read")
+            recorded = dict(s.execute(select(TrialItem.trial_id, TrialItem.item)).all())
+            finished = s.scalar(select(func.count(Trial.id)).where(Trial.state != "running"))
+        assert len(recorded) == finished >= 6
+        with first.begin() as connection:
+            config = alembic_config()
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0006")
+        assert "trial_items" not in inspect(first).get_table_names()
+    finally:
+        first.dispose()
+
+    engine = open_database(db_url)
+    try:
+        with session_scope(engine) as s:
+            backfilled = dict(s.execute(select(TrialItem.trial_id, TrialItem.item)).all())
+    finally:
+        engine.dispose()
+    assert {k: json.loads(v) for k, v in backfilled.items()} == {k: json.loads(v) for k, v in recorded.items()}
+    assert backfilled == recorded  # byte for byte: a page is these texts put together
+    with TestClient(create_app(ApiSettings(db_url=db_url)), headers={"Authorization": f"Bearer {token}"}) as api:
+        page = api.get(f"/v1/jobs/{job_id}/trials", params={"limit": 100}).json()
+    assert [item["number"] for item in page["items"]] == sorted(item["number"] for item in page["items"])
+    assert len(page["items"]) == finished

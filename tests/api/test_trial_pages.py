@@ -9,7 +9,7 @@ import json
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, delete, func, select
 
 from nictune.api.queries.trials import (
     TrialFilters,
@@ -20,7 +20,7 @@ from nictune.api.queries.trials import (
     trials_page,
 )
 from nictune.api.schemas.trials import TrialPage
-from nictune.db import Trial, complete_trial, fail_trial, session_scope, start_trial
+from nictune.db import Trial, TrialItem, add_measurements, complete_trial, fail_trial, session_scope, start_trial
 from nictune.errors import InvalidInputError
 from tests.api.support import submit, wait_for
 from tests.db.support import FakeSample, add_configuration, add_job, add_testbed, add_workload, sample
@@ -141,3 +141,33 @@ def test_a_page_is_what_the_trial_schema_says_and_what_the_database_holds(api: T
                 assert item["repeats"] == trial.summary["repeats"] >= 1
                 assert item["score"] == trial.summary["score"] and item["state"] == trial.state
                 assert item["finished_at"] == trial.finished_at.isoformat().replace("+00:00", "Z")
+
+
+def _all_pages(api: TestClient, job_id: int) -> list[dict[str, object]]:
+    return [api.get(f"/v1/jobs/{job_id}/trials", params={"sort": sort, "limit": 100}).json()
+            for sort in ("number", "-throughput_gbps", "-score")]
+
+
+def test_stored_page_items_are_the_items_built_from_the_rows(api: TestClient, engine: Engine) -> None:
+    # A finished trial's page item is kept as JSON (trial_items) by whatever records it:
+    # completed, failed, and re-measured in the final race (add_measurements). A page put
+    # together from them must be the page built from the trials' rows, byte for byte.
+    raced = wait_for(api, submit(api, budget=10, repeats=1, seed=4)["id"])["id"]
+    local = _history(engine)
+    with session_scope(engine) as s:  # one trial measured again, as the final race does
+        again = s.scalars(select(Trial).where(Trial.job_id == local, Trial.number == 1)).one()
+        add_measurements(s, again, [sample(8.0, loss_pct=2.0)],
+                         {"metrics": {"throughput_gbps": 8.5, "loss_pct": 1.5}, "repeats": 2})
+    with session_scope(engine) as s:
+        finished = {job: s.scalar(select(func.count(Trial.id)).where(Trial.job_id == job, Trial.state != "running"))
+                    for job in (raced, local)}
+        stored = {job: s.scalar(select(func.count(TrialItem.trial_id)).join(Trial, Trial.id == TrialItem.trial_id)
+                                .where(Trial.job_id == job)) for job in (raced, local)}
+    assert stored == finished and finished[local] == len(FIGURES) and finished[raced] >= 10
+    from_items = {job: _all_pages(api, job) for job in (raced, local)}
+    with session_scope(engine) as s:
+        s.execute(delete(TrialItem))
+    for job in (raced, local):
+        assert _all_pages(api, job) == from_items[job]
+    assert [t["state"] for t in from_items[local][0]["items"]].count("failed") == 2
+    assert from_items[local][0]["items"][1]["metrics"]["throughput_gbps"] == 8.5

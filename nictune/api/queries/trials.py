@@ -298,6 +298,22 @@ def trials_by_ids(s: Session | Connection, ids: Sequence[int], *, named: bool = 
     return [found[i] for i in ids if i in found]
 
 
+@functools.cache
+def _items_sql(count: int, paramstyle: str) -> str:
+    mark = "?" if paramstyle == "qmark" else "%s"
+    return f"SELECT trial_id, item FROM trial_items WHERE trial_id IN ({', '.join([mark] * count)})"
+
+
+def stored_items(s: Connection, ids: Sequence[int]) -> dict[int, str]:
+    """Trial id -> its stored page item (``trial_items``) for those of these trials that have
+    one (a finished trial). One statement on the driver: the ids are integers of this
+    service's own reads, passed as parameters."""
+    if not ids:
+        return {}
+    params = tuple(int(i) for i in ids)
+    return {int(row[0]): row[1] for row in s.exec_driver_sql(_items_sql(len(params), s.dialect.paramstyle), params)}
+
+
 def space_definitions(s: Session, testbed: str | None, workload: str | None) -> list[dict[str, Any]]:
     """The distinct search-space definitions of the jobs in a context (for knob filters)."""
     stmt = select(Job.space_name, Job.space_definition)

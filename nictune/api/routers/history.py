@@ -174,4 +174,5 @@ def history_trials(
         rows, total = trials_page(s, filters, sort, limit, offset)
         items = [trial_view(r, simulated=r.testbed_kind == "sim", testbed=r.testbed, workload=r.workload)
                  for r in rows]
-    return trial_page(items, total, limit, offset, next_page(request, total, limit, offset))
+    return trial_page(items, total, limit, offset, next_page(request, total, limit, offset),
+                      simulated=any(item["simulated"] for item in items))

@@ -26,14 +26,13 @@ from nictune.api.queries.trials import (
     page_ids,
     trial_count,
     trials_by_ids,
-    trials_page,
 )
 from nictune.api.schemas.common import UtcDateTime, enum_of, error_responses
 from nictune.api.schemas.jobs import JobCreate, JobOut, JobPage, JobStateName
 from nictune.api.schemas.trials import SortKey, TrialPage
 from nictune.api.settings import ApiSettings
 from nictune.api.submission import build_spec
-from nictune.api.views import account_of, job_view, json_safe, trial_page, trial_view
+from nictune.api.views import account_of, job_page_items, job_view, json_safe, trial_page, trial_view
 from nictune.db import Job, connection_scope, session_scope
 from nictune.optimizer import OBJECTIVES
 
@@ -156,15 +155,14 @@ def job_trials(
             # a new job under a reused id ends at another time.
             order = cache.get(("trial-order", job_id, sort, state, source), version,
                               lambda: ordered_ids(s, filters, sort), max_age=None)
-            rows, total = trials_by_ids(s, order[offset:offset + limit], named=False), len(order)
-        elif sort.lstrip("-") in INDEXED_SORTS:
-            # A running job's page: its ids come from an index of trials.
-            ids = page_ids(s, filters, sort, limit, offset)
-            rows, total = trials_by_ids(s, ids, named=False), trial_count(s, filters)
+            ids, total = order[offset:offset + limit].tolist(), len(order)
         else:
-            rows, total = trials_page(s, filters, sort, limit, offset)
-        items = [trial_view(r, simulated=simulated) for r in rows]
-    return trial_page(items, total, limit, offset, next_page(request, total, limit, offset))
+            # A running job's page: its ids come from an index of trials (a main metric's, or
+            # the job's trials sorted by another).
+            ids, total = page_ids(s, filters, sort, limit, offset), trial_count(s, filters)
+        # Finished trials are their stored JSON (trial_items), put together as they are.
+        items = job_page_items(s, ids, simulated=simulated)
+    return trial_page(items, total, limit, offset, next_page(request, total, limit, offset), simulated=simulated)
 
 
 @router.get("/{job_id}/account", responses={
@@ -207,7 +205,7 @@ def _keyset_page(request: Request, dbe: DbEngine, job_id: int, filters: TrialFil
     if cursor is not None:
         url = request.url.remove_query_params("offset").include_query_params(after=cursor)
         following = f"{url.path}?{url.query}"
-    return trial_page(items, total, limit, 0, following)
+    return trial_page(items, total, limit, 0, following, simulated=simulated)
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut,
