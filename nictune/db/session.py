@@ -207,16 +207,22 @@ def _rollback_quietly(session: Session) -> None:
 
 
 @contextmanager
-def connection_scope(engine: Engine) -> Iterator[Connection]:
+def connection_scope(engine: Engine, *, snapshot: bool = True) -> Iterator[Connection]:
     """A Core connection for a few quick reads, without an ORM session: a fraction of
     :func:`session_scope`'s cost, for what a request asks on every call. Its transaction is
     rolled back at the end (it is for reads).
+
+    ``snapshot=False``: the reads need not see one snapshot (each is one statement, or what
+    they read does not change). On PostgreSQL each statement then commits on its own: no
+    BEGIN and ROLLBACK round trips around them.
 
     Raises:
         StorageError: a database error inside the block.
     """
     try:
         with engine.connect() as connection:
+            if not snapshot and connection.dialect.name == "postgresql":
+                connection.execution_options(isolation_level="AUTOCOMMIT")
             yield connection
     except SQLAlchemyError as exc:
         raise StorageError(f"database error: {describe(exc)}") from exc

@@ -140,7 +140,9 @@ def job_trials(
     filters = TrialFilters(job_id=job_id, state=state, source=source)
     if after is not None:
         return _keyset_page(request, dbe, job_id, filters, sort, limit, offset, after)
-    with connection_scope(dbe) as s:
+    # No snapshot: a finished job's trials do not change, and a running job's page is as of
+    # its reads (a trial that finishes between them shows as it is then).
+    with connection_scope(dbe, snapshot=False) as s:
         header = job_header(s, job_id)
         if header is None:
             raise ApiError(404, f"there is no job with id {job_id}", field="job_id")
