@@ -6,8 +6,9 @@ Starts the real server (uvicorn, 127.0.0.1 only) on a fresh SQLite database, sub
 simulated job slowed down to keep running (``--trial-delay``: the server is started through
 the test helper :mod:`tests.api.pacing`; figures of the simulated testbed: a model, not
 hardware), waits until it has some trials, then probes
-``GET /healthz`` and ``GET /v1/jobs/{id}`` ten times a second from a client of their own
-(created before any timing) through three phases of ``--seconds`` each:
+``GET /healthz`` and ``GET /v1/jobs/{id}`` ten times a second from clients of their own
+(created before any timing, in a process of their own: the flood's clients do not delay
+them) through three phases of ``--seconds`` each:
 
 * **quiet**: nothing else;
 * **streams**: ``--streams`` event streams of the running job opened at once, spread over
@@ -24,12 +25,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import httpx
@@ -87,6 +90,53 @@ class Prober(threading.Thread):
         out, failures = self.latencies, self.failures
         self.latencies, self.failures = [], Counter()
         return out, failures
+
+
+def _probe_process(base: str, token: str, paths: dict[str, str], commands: Connection) -> None:
+    """The probers, in a process of their own: the flood's clients share an interpreter (and
+    its lock) with nothing that is timed. Answers ``take`` with {name: (latencies, failures)}."""
+    probers = {name: Prober(base, token, path) for name, path in paths.items()}
+    for prober in probers.values():
+        prober.start()
+    while True:
+        command = commands.recv()
+        if command == "start":
+            for prober in probers.values():
+                prober.running.set()
+        elif command == "pause":
+            for prober in probers.values():
+                prober.running.clear()
+        elif command == "take":
+            commands.send({name: prober.take() for name, prober in probers.items()})
+        else:
+            for prober in probers.values():
+                prober.stopped.set()
+            return
+
+
+class Probes:
+    """:class:`Prober` threads in a child process, driven from here."""
+
+    def __init__(self, base: str, token: str, paths: dict[str, str]):
+        context = multiprocessing.get_context("spawn")
+        self.commands, theirs = context.Pipe()
+        self.process = context.Process(target=_probe_process, args=(base, token, paths, theirs), daemon=True)
+        self.process.start()
+
+    def start(self) -> None:
+        self.commands.send("start")
+
+    def pause(self) -> None:
+        self.commands.send("pause")
+
+    def take(self) -> dict[str, tuple[list[float], Counter[str]]]:
+        self.commands.send("take")
+        answer: dict[str, tuple[list[float], Counter[str]]] = self.commands.recv()
+        return answer
+
+    def stop(self) -> None:
+        self.commands.send("stop")
+        self.process.join(timeout=15)
 
 
 async def streams_flood(base: str, tokens: list[str], job_id: int, n: int, seconds: float) -> Counter[str]:
@@ -168,15 +218,11 @@ def main() -> None:
                 job_id = int(job.json()["id"])
                 while http.get(f"/v1/jobs/{job_id}/trials", params={"limit": 1}).json()["total"] < args.min_trials:
                     time.sleep(0.5)
-            probers = {"healthz": Prober(server.url, readers[0], "/healthz"),
-                       "/v1/jobs/{id}": Prober(server.url, readers[0], f"/v1/jobs/{job_id}")}
-            for prober in probers.values():
-                prober.start()
+            probes = Probes(server.url, readers[0], {"healthz": "/healthz", "/v1/jobs/{id}": f"/v1/jobs/{job_id}"})
             rows = []
             for phase in ("quiet", "streams", "pages"):
-                for prober in probers.values():
-                    prober.take()
-                    prober.running.set()
+                probes.take()
+                probes.start()
                 if phase == "quiet":
                     time.sleep(args.seconds)
                     flood: Counter[str] = Counter()
@@ -184,16 +230,13 @@ def main() -> None:
                     flood = asyncio.run(streams_flood(server.url, readers, job_id, args.streams, args.seconds))
                 else:
                     flood = asyncio.run(pages_flood(server.url, submit, job_id, args.pages, args.seconds))
-                for prober in probers.values():
-                    prober.running.clear()
+                probes.pause()
                 time.sleep(0.3)
-                for name, prober in probers.items():
-                    values, failures = prober.take()
+                for name, (values, failures) in probes.take().items():
                     rows.append((phase, name, len(values), percentile(values, 50), percentile(values, 99),
                                  max(values, default=float("nan")), sum(failures.values()), dict(flood)))
                 print(f"phase {phase}: done", flush=True)
-            for prober in probers.values():
-                prober.stopped.set()
+            probes.stop()
             with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {submit}"}, timeout=30) as http:
                 http.post(f"/v1/jobs/{job_id}/cancel")
     print()

@@ -219,6 +219,7 @@ class Trial(Base):
         # A job's trials sorted by a main metric (``?sort=-throughput_gbps``, ties by number)
         # read one index, without the table.
         *(Index(f"ix_trials_job_id_{metric}", "job_id", metric, "number") for metric in MAIN_METRICS),
+
         # The jobs that measured a configuration (the history's best), without the table.
         Index("ix_trials_configuration_id_state_source_job_id", "configuration_id", "state", "source", "job_id"),
     )
@@ -257,6 +258,13 @@ class Trial(Base):
             f"Trial(id={self.id!r}, job_id={self.job_id!r}, number={self.number!r}, "
             f"state={self.state!r}, source={self.source!r})"
         )
+
+
+# A job's trials best first (``?sort=-throughput_gbps``: descending, missing figures last): a
+# page at any depth is a range of an index read in order, without a sort.
+for _metric in MAIN_METRICS:
+    Index(f"ix_trials_job_id_{_metric}_desc", Trial.job_id, getattr(Trial, _metric).desc().nulls_last(),
+          Trial.number)
 
 
 class TrialItem(Base):

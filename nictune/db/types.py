@@ -61,3 +61,4 @@ class SafeJSON(TypeDecorator[Any]):
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         """Replace NaN and infinities before serialising."""
         return json_safe(value)
+

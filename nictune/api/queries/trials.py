@@ -162,6 +162,9 @@ def _joined(stmt: _S) -> _S:
 
 #: Sort keys a job's page reads from an index of ``trials`` (without the table).
 INDEXED_SORTS = frozenset({"number", *MAIN_METRICS})
+#: Sort keys whose order is an index's own order (number either way, a main metric descending
+#: with missing figures last): a job's page at any depth is a range of it, without a sort.
+INDEX_ORDERED = frozenset({"number", "-number", *(f"-{metric}" for metric in MAIN_METRICS)})
 
 
 def _job_only(filters: TrialFilters) -> bool:

@@ -17,6 +17,7 @@ from nictune.api.manager import FINAL_STATES, JobManager, TooManyPendingJobs
 from nictune.api.pagination import Limit, Offset, next_page
 from nictune.api.queries.jobs import JobFilters, job_header, jobs_page, load_job, trial_counts
 from nictune.api.queries.trials import (
+    INDEX_ORDERED,
     INDEXED_SORTS,
     TrialFilters,
     decode_cursor,
@@ -150,17 +151,22 @@ def job_trials(
         finished = header.state in FINAL_STATES and header.finished_at is not None
         cache: VersionedCache = request.app.state.cache
         version = int(header.finished_at.timestamp() * 1e6) if header.finished_at is not None else 0
-        if finished:
-            # A finished job's trials never change: sort them once, then cut every page out of
-            # that order (however deep: no OFFSET scan, no sort per page on PostgreSQL). It is
-            # kept while the job's end time is the same: a deleted job's id is a 404 above, and
-            # a new job under a reused id ends at another time.
+        if sort in INDEX_ORDERED and state is None and source is None:
+            # Best first by a main metric, or by number: the page is a range of an index read
+            # in order (OFFSET steps through index entries, no sort, nothing kept per job).
+            ids = page_ids(s, filters, sort, limit, offset)
+            total = (cache.get(("trial-count", job_id), version, lambda: trial_count(s, filters), max_age=None)
+                     if finished else trial_count(s, filters))
+        elif finished:
+            # Another order of a finished job, whose trials never change: sort them once, then
+            # cut every page out of that order (no sort per page). It is kept while the job's
+            # end time is the same: a deleted job's id is a 404 above, and a new job under a
+            # reused id ends at another time.
             order = cache.get(("trial-order", job_id, sort, state, source), version,
                               lambda: ordered_ids(s, filters, sort), max_age=None)
             ids, total = order[offset:offset + limit].tolist(), len(order)
         else:
-            # A running job's page: its ids come from an index of trials (a main metric's, or
-            # the job's trials sorted by another).
+            # A running job's page in another order (or filtered): a sort of its trials.
             ids, total = page_ids(s, filters, sort, limit, offset), trial_count(s, filters)
         # Finished trials are their stored JSON (trial_items), put together as they are.
         items = job_page_items(s, ids, simulated=simulated)

@@ -12,6 +12,10 @@ Hand-written. A migration is a frozen snapshot: it never imports nictune.db mode
 item is then built from the row). A table of its own keeps the trials' rows small. Backfilled
 here from the stored rows, in batches, with a copy of the rendering as it stands at this
 revision.
+
+``ix_trials_job_id_<metric>_desc`` for the five main metrics: (job_id, metric descending with
+NULLs last, number), so that a page of a job's trials best first, however deep, is a range of
+an index read in order (no sort of the job's trials per page).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 BATCH = 2000
+METRICS = ("throughput_gbps", "loss_pct", "interrupts_per_gb", "cpu_rx_pct", "packet_rate_mpps")
 
 
 def _finite(value: Any) -> float | None:
@@ -101,8 +106,15 @@ def upgrade() -> None:
             break
         bind.execute(items.insert(), [{"trial_id": row.id, "item": _item(row)} for row in rows])
         after = rows[-1].id
+    # A job's trials best first (descending, missing figures last) read an index in order.
+    postgres = bind.dialect.name == "postgresql"
+    for metric in METRICS:
+        order = "DESC NULLS LAST" if postgres else "DESC"  # SQLite's DESC puts NULLs last
+        op.create_index(f"ix_trials_job_id_{metric}_desc", "trials", ["job_id", sa.text(f"{metric} {order}"), "number"])
 
 
 def downgrade() -> None:
-    """Drop ``trial_items``."""
+    """Drop ``trial_items`` and the descending indexes."""
+    for metric in METRICS:
+        op.drop_index(f"ix_trials_job_id_{metric}_desc", table_name="trials")
     op.drop_table("trial_items")
