@@ -6,9 +6,11 @@ Registered by :mod:`nictune.cli.main` through :func:`register`. Also runnable on
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import logging
 import signal
+import socket
 import sys
 from pathlib import Path
 from types import FrameType
@@ -101,6 +103,14 @@ def _run(app: Any, host: str, port: int, log_level: str, grace_s: float) -> None
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             notifier.close()
             super().handle_exit(sig, frame)
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            # Everything built so far (the app, its schemas, the libraries' modules) lives as
+            # long as the service: out of the collector's sight, a full collection walks only
+            # what came after. It held every thread, /healthz's too, for ~50 ms each time.
+            gc.collect()
+            gc.freeze()
 
     server = Server(uvicorn.Config(app, host=host, port=port, log_level=log_level,
                                    timeout_graceful_shutdown=int(grace_s) + 5))
