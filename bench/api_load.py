@@ -123,7 +123,7 @@ CHUNK = 5000
 
 def fill(url: str, trials: int, seed: int = 1) -> tuple[str, list[int], dict[str, float]]:
     """Store ``trials`` completed trials in ``JOBS`` jobs; return a read token, the job ids and
-    the seconds each step took (bulk inserts, read model, ANALYZE)."""
+    the seconds each step took (bulk inserts, read model, VACUUM ANALYZE)."""
     rng = random.Random(seed)
     engine = db.open_database(url)
     space = load_space("benson-40g")
@@ -212,8 +212,8 @@ def fill(url: str, trials: int, seed: int = 1) -> tuple[str, list[int], dict[str
     if engine.dialect.name == "postgresql":
         began = time.monotonic()
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-            connection.execute(text("ANALYZE"))
-        timings["analyze"] = time.monotonic() - began
+            connection.execute(text("VACUUM ANALYZE"))  # what autovacuum does in a while
+        timings["vacuum"] = time.monotonic() - began
     engine.dispose()
     return token, job_ids, timings
 

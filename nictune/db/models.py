@@ -261,10 +261,11 @@ class Trial(Base):
 
 
 # A job's trials best first (``?sort=-throughput_gbps``: descending, missing figures last): a
-# page at any depth is a range of an index read in order, without a sort.
+# page at any depth is a range of an index read in order, without a sort (and, with the id in
+# it, without the table).
 for _metric in MAIN_METRICS:
     Index(f"ix_trials_job_id_{_metric}_desc", Trial.job_id, getattr(Trial, _metric).desc().nulls_last(),
-          Trial.number)
+          Trial.number, Trial.id)
 
 
 class TrialItem(Base):

@@ -14,7 +14,7 @@ here from the stored rows, in batches, with a copy of the rendering as it stands
 revision.
 
 ``ix_trials_job_id_<metric>_desc`` for the five main metrics: (job_id, metric descending with
-NULLs last, number), so that a page of a job's trials best first, however deep, is a range of
+NULLs last, number, id), so that a page of a job's trials best first, however deep, is a range of
 an index read in order (no sort of the job's trials per page).
 """
 
@@ -110,7 +110,10 @@ def upgrade() -> None:
     postgres = bind.dialect.name == "postgresql"
     for metric in METRICS:
         order = "DESC NULLS LAST" if postgres else "DESC"  # SQLite's DESC puts NULLs last
-        op.create_index(f"ix_trials_job_id_{metric}_desc", "trials", ["job_id", sa.text(f"{metric} {order}"), "number"])
+        # id last: PostgreSQL reads the page's ids from the index alone (SQLite's index rows
+        # hold the rowid anyway).
+        op.create_index(f"ix_trials_job_id_{metric}_desc", "trials",
+                        ["job_id", sa.text(f"{metric} {order}"), "number", "id"])
 
 
 def downgrade() -> None:
