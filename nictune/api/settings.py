@@ -52,7 +52,8 @@ class ApiSettings(CommonSettings):
         request_threads: worker threads that serve requests (database reads, JSON); a
             flood waits for one of them instead of each request adding a thread that
             competes for the CPU (and Python's interpreter lock) with every other.
-            ``None``: two per CPU, between 2 and 8.
+            ``None``: one per CPU, between 2 and 8 (the handlers hold the interpreter lock while
+            they compute: more threads than CPUs only take turns at it).
         token_recheck_s: how often an open event stream checks that its token still works
             (it ends when the token is revoked or expires).
         token_cache_s: how long a request trusts a token found valid without asking the
@@ -113,8 +114,8 @@ class ApiSettings(CommonSettings):
         return CelerySettings(**overrides).check()  # type: ignore[arg-type]
 
     def threads(self) -> int:
-        """The request threads: ``request_threads``, or two per CPU between 2 and 8."""
-        return self.request_threads or max(2, min(8, 2 * (os.cpu_count() or 1)))
+        """The request threads: ``request_threads``, or one per CPU between 2 and 8."""
+        return self.request_threads or max(2, min(8, (os.cpu_count() or 1)))
 
     def database_url(self) -> str:
         """The database to use: ``db_url`` or the CLI's default (``db``, else the per-user file)."""

@@ -191,7 +191,7 @@ def serve(
         help="Largest request body accepted (default 1000000; 413 above)."),
     request_threads: int | None = typer.Option(
         None, "--request-threads", metavar="N", min=2, max=200, rich_help_panel="Limits",
-        help="Worker threads serving requests (default two per CPU, 2 to 8); event streams read on at most half as "
+        help="Worker threads serving requests (default one per CPU, 2 to 8); event streams read on at most half as "
              "many of their own."),
 ) -> None:
     """Run the REST service: submit, follow and query jobs over HTTP (see /docs)."""
