@@ -59,7 +59,7 @@ def _item(row: Any) -> str:
         "config_hash": row.hash,
         "config": orjson.Fragment(canonical) if canonical.startswith("{") else {"value": json.loads(canonical)},
         "metrics": summary.get("metrics") or {}, "spread": summary.get("spread") or {},
-        "score": None if score is None else {
+        "score": None if not isinstance(score, dict) else {
             "feasible": bool(score.get("feasible")), "value": _finite(score.get("value")),
             "violation": _finite(score.get("violation"))},
         "repeats": repeats if type(repeats) is int else None,
