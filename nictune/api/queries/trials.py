@@ -118,7 +118,10 @@ def _order(key: str) -> list[UnaryExpression[Any]]:
         columns = [case((feasible, 1), else_=0), case((feasible, value), else_=-violation)]
     else:
         columns = [_metric(name)]
-    ordered = [(c.desc() if descending else c.asc()).nulls_last() for c in columns]
+    if name in ("number", "started_at"):  # never NULL: a plain order, which an index gives either way
+        ordered = [c.desc() if descending else c.asc() for c in columns]
+    else:
+        ordered = [(c.desc() if descending else c.asc()).nulls_last() for c in columns]
     return [*ordered, Trial.job_id.asc(), Trial.number.asc()]
 
 
