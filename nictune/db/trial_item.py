@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from nictune.db._json import json_safe
-from nictune.db.models import TrialItem
+from nictune.db.models import TrialItem, TrialState
 
 if TYPE_CHECKING:
     from nictune.db.models import Trial
@@ -90,7 +90,7 @@ def store_item(trial: Trial) -> None:
     """Keep the trial's page item (``trial_items``) in step with its row: the JSON of a
     finished trial on its job's page, none while it runs. Reads the trial's configuration and
     its job's testbed (loaded if they are not)."""
-    if trial.finished_at is None or trial.state == "running":
+    if trial.finished_at is None or trial.state == TrialState.RUNNING:
         trial.page_item = None
         return
     configuration = trial.configuration

@@ -61,4 +61,3 @@ class SafeJSON(TypeDecorator[Any]):
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         """Replace NaN and infinities before serialising."""
         return json_safe(value)
-
