@@ -7,7 +7,8 @@ Usage: .venv/bin/python bench/api_load.py [--backend sqlite|postgresql|both] [--
 For each backend: fill a fresh database with ``--trials`` trials (50 jobs, 3 repeats each,
 configurations of the benson-40g space with figures from the simulated testbed: a model,
 not hardware) by bulk inserts, build the read model (``config_stats``) from the rows as
-migration 0006 does, start the real server (uvicorn, 127.0.0.1 only), then measure:
+migration 0006 does and each job's page landmarks as finishing it does, start the real server
+(uvicorn, 127.0.0.1 only), then measure:
 
 * ``GET /healthz`` (a constant answer: the floor of the server and of this client);
 * ``GET /v1/history/best?testbed=sim:benson-40g&workload=tcp&objective=throughput&top=10``;
@@ -25,7 +26,8 @@ endpoint gets ``--requests`` requests from one client, then ``--requests`` from
 per request, read from /proc/<pid>/stat of the server process before and after the phase
 (on PostgreSQL also that of the database's backend processes serving it, counted apart: a
 backend that ends within the phase, e.g. a pool's overflow connection, is not counted, so
-the figure with many clients is a lower bound). Timings are figures, not pass/fail.
+the figure with many clients is a lower bound), and the clients' own CPU per request (this
+process: it shares the machine's cores with the server). Timings are figures, not pass/fail.
 
 PostgreSQL: a uniquely named database on $NICTUNE_TEST_PG_URL (default the machine's
 127.0.0.1:5432, user postgres), dropped at the end.
@@ -61,6 +63,7 @@ from nictune import db  # noqa: E402
 from nictune.api.cache import MAX_AGE_S  # noqa: E402
 from nictune.db import stats as db_stats  # noqa: E402
 from nictune.db.auth import create_token  # noqa: E402
+from nictune.db.landmarks import store_landmarks  # noqa: E402
 from nictune.measure.benchmarks.workloads import get_workload  # noqa: E402
 from nictune.measure.testbeds import SimTestbed, open_testbed  # noqa: E402
 from nictune.optimizer import Goal  # noqa: E402
@@ -208,6 +211,8 @@ def fill(url: str, trials: int, seed: int = 1) -> tuple[str, list[int], dict[str
     began = time.monotonic()
     with db.session_scope(engine) as s:  # the rows went in behind the repository's back
         db_stats.recompute(s)
+        for job_id in job_ids:  # what finishing each job stores
+            store_landmarks(s, job_id)
     timings["read model"] = time.monotonic() - began
     if engine.dialect.name == "postgresql":
         began = time.monotonic()
@@ -291,6 +296,7 @@ class Phase:
     latencies: list[float]
     app_cpu_ms: float  # server process CPU per request
     db_cpu_ms: float  # PostgreSQL backends' CPU per request (0 on SQLite)
+    client_cpu_ms: float  # this process's (the HTTP clients') CPU per request: it shares the machine
 
     def p(self, q: float) -> float:
         return percentile(self.latencies, q)
@@ -336,10 +342,12 @@ async def measure(backend: str, base: str, token: str, server_pid: int, url: str
         for n in (1, clients):
             for name, paths in endpoints.items():
                 app0, db0 = cpu_seconds([server_pid]), cpu_seconds(backend_pids(url))
+                own0 = time.process_time()
                 latencies = await phase(pool[:n], paths)
+                own1 = time.process_time()
                 app1, db1 = cpu_seconds([server_pid]), cpu_seconds(backend_pids(url))
                 out.append(Phase(backend, name, n, latencies, cpu_spent(app0, app1) * 1000 / len(latencies),
-                                 cpu_spent(db0, db1) * 1000 / len(latencies)))
+                                 cpu_spent(db0, db1) * 1000 / len(latencies), (own1 - own0) * 1000 / len(latencies)))
                 print(f"[{backend}] {name} x{n}: {len(latencies)} requests, p50 {out[-1].p(50):.1f} ms, "
                       f"p99 {out[-1].p(99):.1f} ms, server CPU {out[-1].app_cpu_ms:.2f} ms/request"
                       + (f" + database {out[-1].db_cpu_ms:.2f} ms" if backend != "sqlite" else ""), flush=True)
@@ -424,10 +432,10 @@ def main() -> None:
           f"{platform.processor() or platform.machine()}; server and clients on the same machine, 127.0.0.1 only; "
           "figures of the simulated testbed (a model, not hardware)")
     print(f"{'backend':<11} {'endpoint':<22} {'clients':>7} {'requests':>8} {'p50 ms':>7} {'p99 ms':>7} "
-          f"{'CPU ms/req':>10} {'db CPU':>7}")
+          f"{'CPU ms/req':>10} {'db CPU':>7} {'client CPU':>10}")
     for ph in phases:
         print(f"{ph.backend:<11} {ph.endpoint:<22} {ph.clients:>7} {len(ph.latencies):>8} {ph.p(50):>7.1f} "
-              f"{ph.p(99):>7.1f} {ph.app_cpu_ms:>10.2f} {ph.db_cpu_ms:>7.2f}")
+              f"{ph.p(99):>7.1f} {ph.app_cpu_ms:>10.2f} {ph.db_cpu_ms:>7.2f} {ph.client_cpu_ms:>10.2f}")
     for backend, cold in colds.items():
         floor = next(ph.p(99) for ph in phases if ph.backend == backend and ph.endpoint == "/healthz"
                      and ph.clients == args.clients)

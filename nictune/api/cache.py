@@ -9,7 +9,8 @@ reused only while the caller still sees that version:
 * the history: the newest measurement id (:func:`data_version`). Measurements are only
   ever added, each trial's rows in the transaction that completes it, so the id changes
   exactly when results arrive;
-* a finished job's trials: the job's end time (they never change afterwards).
+* a finished job's trials: the job's end time (they never change afterwards): their order,
+  or the landmarks a page in an index's order starts from.
 
 Rows disappear only when jobs are deleted, so history entries also expire after
 ``MAX_AGE_S``; a finished job's (its trials' order) is kept while its end time is the same
@@ -34,7 +35,10 @@ from nictune.db import Measurement, connection_scope
 log = logging.getLogger(__name__)
 
 MAX_AGE_S = 10.0
-MAX_ENTRIES = 64
+#: Entries kept, the least recently used dropped first: a few per question of the history, one
+#: per finished job and order its pages were asked in (landmarks: a few hundred bytes; a sort
+#: of a job's trials in another order: 8 bytes a trial).
+MAX_ENTRIES = 512
 
 T = TypeVar("T")
 

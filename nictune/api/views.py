@@ -250,12 +250,15 @@ def trial_view(row: TrialRow, *, simulated: bool, testbed: str | None = None,
                       workload=workload)
 
 
-def job_page_items(s: Connection, ids: Sequence[int], *, simulated: bool) -> list[Any]:
+def job_page_items(s: Connection, ids: Sequence[int], *, simulated: bool,
+                   stored: Mapping[int, str | None] | None = None) -> list[Any]:
     """The items of one job's trial page, in the order of ``ids``: each finished trial's stored
     JSON (``trial_items``) as it is, the others (running, or stored without one) built from
-    their rows; an id without a trial is left out."""
-    stored = stored_items(s, ids)
-    missing = [i for i in ids if i not in stored]
+    their rows; an id without a trial is left out. ``stored``: the stored items, when read
+    with the ids (else they are read here)."""
+    if stored is None:
+        stored = stored_items(s, ids)
+    missing = [i for i in ids if stored.get(i) is None]
     rows = {row.id: row for row in trials_by_ids(s, missing, named=False)}
     items: list[Any] = []
     for i in ids:

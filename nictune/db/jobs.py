@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from nictune.db import stats
 from nictune.db._errors import maps_storage_errors
+from nictune.db.landmarks import clear_landmarks, store_landmarks
 from nictune.db.models import Job, JobState, Measurement, Testbed, Trial, Workload
 from nictune.db.types import utcnow
 from nictune.errors import InvalidInputError, NotFoundError
@@ -133,8 +134,9 @@ def set_job_state(s: Session, job: Job, state: str, error: str | None = None) ->
 
     ``running`` sets ``started_at`` the first time (a resumed job keeps its first start)
     and clears ``finished_at`` and ``error``. ``completed``, ``failed``, ``cancelled``
-    and ``interrupted`` set ``finished_at``. ``error`` is stored as given (``None``
-    clears it).
+    and ``interrupted`` set ``finished_at`` and store the landmarks of the job's trial
+    pages (:mod:`nictune.db.landmarks`); any other state drops them. ``error`` is stored
+    as given (``None`` clears it).
 
     Raises:
         InvalidInputError: ``state`` is not a job state.
@@ -154,6 +156,12 @@ def set_job_state(s: Session, job: Job, state: str, error: str | None = None) ->
         job.finished_at = None
         job.error = error
     s.flush()
+    # A finished job's trials never change: its pages' landmarks are kept from now on, and
+    # dropped when it runs again.
+    if new_state in _FINISHED_STATES:
+        store_landmarks(s, job.id)
+    else:
+        clear_landmarks(s, job.id)
 
 
 @maps_storage_errors

@@ -272,12 +272,29 @@ class TrialItem(Base):
     """A finished trial as its job's trial page lists it: the API's ``TrialOut`` as JSON, no
     testbed or workload named (:func:`nictune.db.trial_item.store_item`). Kept beside the trial
     so that a page of a long job is its items put together; a trial without one (running, or
-    stored by other means) is shown from its row."""
+    stored by other means) is shown from its row. On PostgreSQL its TOAST target is 8160 bytes
+    (migration 0008): an item stays in the row, uncompressed."""
 
     __tablename__ = "trial_items"
 
     trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id", ondelete="CASCADE"), primary_key=True)
     item: Mapped[str] = mapped_column(Text)
+
+
+class TrialLandmark(Base):
+    """One landmark of a finished job's trials in an order its pages read from an index
+    (:mod:`nictune.db.landmarks`): the trial at ``position`` of that order has ``value`` (the
+    figure sorted on; ``None`` when it has none, and in orders by number) and ``number``;
+    ``total``: the job's trials. Stored when the job finishes."""
+
+    __tablename__ = "trial_landmarks"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    sort: Mapped[str] = mapped_column(String(32), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    value: Mapped[float | None] = mapped_column(Float)
+    number: Mapped[int] = mapped_column(Integer)
+    total: Mapped[int] = mapped_column(Integer)
 
 
 class Measurement(Base):

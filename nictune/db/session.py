@@ -9,7 +9,9 @@ with every committed transaction in it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,8 +19,8 @@ from typing import Any
 
 import platformdirs
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.engine import URL, Dialect, make_url
+from sqlalchemy.exc import ArgumentError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from nictune.db._errors import describe
@@ -122,7 +124,7 @@ def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
     SQLite: the parent directory is created; every connection gets WAL journaling,
     ``synchronous=FULL``, foreign keys and a busy timeout, and transactions start with
     ``BEGIN IMMEDIATE`` so savepoints and DDL are transactional. PostgreSQL: pooled
-    connections are pinged before use.
+    connections idle for over a second are pinged before use (a dead one is replaced).
 
     Args:
         url: a SQLAlchemy URL; :func:`default_url` when ``None``.
@@ -144,8 +146,6 @@ def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
             except OSError as exc:
                 raise StorageError(f"cannot create the directory of {path}: {exc}") from exc
             _create_private(path.expanduser())
-    else:
-        kwargs.setdefault("pool_pre_ping", True)
     try:
         engine = create_engine(parsed, **kwargs)
     except (ArgumentError, ImportError) as exc:
@@ -153,7 +153,33 @@ def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
     if is_sqlite:
         event.listen(engine, "connect", _on_sqlite_connect)
         event.listen(engine, "begin", _on_sqlite_begin)
+    elif not kwargs.get("pool_pre_ping"):
+        event.listen(engine.pool, "checkin", _on_checkin)
+        event.listen(engine.pool, "checkout", functools.partial(_on_checkout, engine.dialect))
     return engine
+
+
+#: A pooled PostgreSQL connection idle longer than this is pinged before it is handed out.
+PING_IDLE_S = 1.0
+
+
+def _on_checkin(dbapi_connection: Any, connection_record: Any) -> None:
+    connection_record.info["returned_at"] = time.monotonic()
+
+
+def _on_checkout(dialect: Dialect, dbapi_connection: Any, connection_record: Any, connection_proxy: Any) -> None:
+    # SQLAlchemy's pool_pre_ping pings at every checkout: a round trip per request (0.05 ms of
+    # the service's CPU and 0.02 ms of the backend's). A connection back in the pool within the
+    # last second was working then; one idle longer (a restarted server, a firewall's timeout)
+    # is pinged as pool_pre_ping would, and a dead one is replaced: the pool tries another.
+    if time.monotonic() - connection_record.info.get("returned_at", 0.0) <= PING_IDLE_S:
+        return
+    try:
+        alive = dialect.do_ping(dbapi_connection)
+    except Exception as exc:  # whatever the driver raises, the connection is unusable
+        raise DisconnectionError(f"a pooled connection failed its ping: {exc}") from exc
+    if not alive:
+        raise DisconnectionError("a pooled connection failed its ping")
 
 
 def _create_private(path: Path) -> None:

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from nictune.db import stats
 from nictune.db._errors import maps_storage_errors
+from nictune.db.landmarks import clear_landmarks
 from nictune.db.models import (
     MAIN_METRICS,
     Configuration,
@@ -319,4 +320,5 @@ def reset_running_trials(s: Session, job_id: int, trial_ids: Sequence[int] | Non
     if ids:
         s.execute(delete(Measurement).where(Measurement.trial_id.in_(ids)))
         s.execute(delete(Trial).where(Trial.id.in_(ids)))
+        clear_landmarks(s, job_id)  # the job's pages change
     return len(ids)

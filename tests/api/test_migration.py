@@ -39,7 +39,7 @@ def test_a_database_of_revision_0001_is_upgraded_at_start(db_url: str) -> None:
 
     engine = open_database(db_url)  # what `nictune token create` and the service do first
     try:
-        assert current_revision(engine) == head_revision() == "0007"
+        assert current_revision(engine) == head_revision() == "0008"
         assert "api_tokens" in inspect(engine).get_table_names()
         with session_scope(engine) as s:
             _, token = create_token(s, "ci", "read")
@@ -49,7 +49,7 @@ def test_a_database_of_revision_0001_is_upgraded_at_start(db_url: str) -> None:
     with TestClient(create_app(ApiSettings(db_url=db_url)), headers={"Authorization": f"Bearer {token}"}) as api:
         job = api.get(f"/v1/jobs/{job_id}").json()
         assert job["state"] == "completed" and job["progress"]["done"] == 5
-        assert api.get("/healthz").json()["schema_revision"] == "0007"
+        assert api.get("/healthz").json()["schema_revision"] == "0008"
 
 
 def test_downgrading_to_0001_drops_only_the_tokens(db_url: str) -> None:
@@ -93,7 +93,7 @@ def test_revision_0005_keeps_tokens_working_and_jobs_without_a_submitter(db_url:
 
     engine = open_database(db_url)
     try:
-        assert current_revision(engine) == "0007"
+        assert current_revision(engine) == "0008"
         with session_scope(engine) as s:
             from nictune.db import Job
             from nictune.db.auth import list_tokens
@@ -140,3 +140,36 @@ def test_revision_0007_fills_the_page_items_as_the_recorder_writes_them(db_url: 
         page = api.get(f"/v1/jobs/{job_id}/trials", params={"limit": 100}).json()
     assert [item["number"] for item in page["items"]] == sorted(item["number"] for item in page["items"])
     assert len(page["items"]) == finished
+
+
+def test_revision_0008_stores_the_landmarks_a_finished_job_stores(db_url: str) -> None:
+    """Upgrading to 0008 stores the landmarks of every finished job's trial pages, equal to
+    those the job stored when it finished (and none for a job still pending)."""
+    from alembic import command
+
+    from nictune.db import TrialLandmark, alembic_config
+
+    first = open_database(db_url)
+    try:
+        done = create_job(first, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=6, seed=5))
+        JobRunner(first).run(done)
+        create_job(first, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=3, seed=6))
+        columns = (TrialLandmark.job_id, TrialLandmark.sort, TrialLandmark.position, TrialLandmark.value,
+                   TrialLandmark.number, TrialLandmark.total)
+        with session_scope(first) as s:
+            recorded = set(s.execute(select(*columns)).all())
+        assert {row[0] for row in recorded} == {done} and len({row[1] for row in recorded}) == 7
+        with first.begin() as connection:
+            config = alembic_config()
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0007")
+        assert "trial_landmarks" not in inspect(first).get_table_names()
+    finally:
+        first.dispose()
+
+    engine = open_database(db_url)
+    try:
+        with session_scope(engine) as s:
+            assert set(s.execute(select(*columns)).all()) == recorded
+    finally:
+        engine.dispose()

@@ -16,11 +16,26 @@ from nictune.api.queries.trials import (
     decode_cursor,
     encode_cursor,
     ids_after,
+    landmark_page,
+    page_ids,
     trials_by_ids,
     trials_page,
 )
 from nictune.api.schemas.trials import TrialPage
-from nictune.db import Trial, TrialItem, add_measurements, complete_trial, fail_trial, session_scope, start_trial
+from nictune.db import (
+    Job,
+    Trial,
+    TrialItem,
+    TrialLandmark,
+    add_measurements,
+    complete_trial,
+    delete_job,
+    fail_trial,
+    session_scope,
+    set_job_state,
+    start_trial,
+)
+from nictune.db.landmarks import INDEX_ORDERS, compute_landmarks, stored_landmarks
 from nictune.errors import InvalidInputError
 from tests.api.support import submit, wait_for
 from tests.db.support import FakeSample, add_configuration, add_job, add_testbed, add_workload, sample
@@ -88,6 +103,49 @@ def test_keyset_pages_give_the_offset_order(engine: Engine, sort: str) -> None:
             seen += [r.number for r in rows]
             position = decode_cursor(encode_cursor(sort, rows[-1]), sort)
         assert seen == [r.number for r in by_offset] and len(seen) == len(FIGURES)
+
+
+@pytest.mark.parametrize("sort", ["-throughput_gbps", "-loss_pct", "number", "-number"])
+def test_pages_from_landmarks_are_the_offset_pages(engine: Engine, sort: str) -> None:
+    # A finished job's page starts at the landmark before it (every few trials, and the first
+    # without a figure): at every offset and size, and across ties and missing figures, it
+    # must be the page OFFSET gives.
+    job_id = _history(engine)
+    filters = TrialFilters(job_id=job_id)
+    with session_scope(engine) as s:
+        for every in (1, 2, 3, 100):
+            marks = compute_landmarks(s, job_id, sort, every)
+            assert marks.total == len(FIGURES) and marks.positions[0] == 0
+            if sort in ("-throughput_gbps", "-loss_pct"):  # the first trial without a figure is one
+                assert 7 in marks.positions
+            for limit in (1, 2, 4, 50):
+                for offset in range(len(FIGURES) + 2):
+                    expected = page_ids(s, filters, sort, limit, offset)
+                    page = landmark_page(s, job_id, sort, marks, limit, offset)
+                    assert [i for i, _ in page] == expected, (every, limit, offset)
+                    # Each with its stored item: the failed trials' too, none for another id.
+                    items = dict(s.execute(select(TrialItem.trial_id, TrialItem.item)
+                                           .where(TrialItem.trial_id.in_(expected))).all())
+                    assert dict(page) == items and len(items) == len(expected)
+        assert compute_landmarks(s, job_id + 1000, sort).total == 0
+
+
+def test_a_finished_job_keeps_its_landmarks_and_a_resumed_one_drops_them(engine: Engine) -> None:
+    job_id = _history(engine)
+    with session_scope(engine) as s:
+        job = s.get(Job, job_id)
+        assert job is not None
+        set_job_state(s, job, "running")
+        assert s.scalar(select(func.count()).select_from(TrialLandmark)) == 0
+        set_job_state(s, job, "completed")
+        for sort in INDEX_ORDERS:
+            assert stored_landmarks(s, job_id, sort) == compute_landmarks(s, job_id, sort)
+        assert stored_landmarks(s, job_id, "-throughput_gbps") is not None
+        set_job_state(s, job, "running")  # a resume: its trials change again
+        assert all(stored_landmarks(s, job_id, sort) is None for sort in INDEX_ORDERS)
+        set_job_state(s, job, "interrupted")
+        delete_job(s, job_id)
+        assert s.scalar(select(func.count()).select_from(TrialLandmark)) == 0
 
 
 def test_a_cursor_of_another_listing_is_refused() -> None:

@@ -9,6 +9,7 @@ is ever loaded.
 from __future__ import annotations
 
 import base64
+import bisect
 import functools
 import json
 from array import array
@@ -18,11 +19,26 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import orjson
-from sqlalchemy import ColumnElement, Connection, Select, Text, and_, bindparam, case, cast, func, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Float,
+    Integer,
+    Select,
+    Text,
+    and_,
+    bindparam,
+    case,
+    cast,
+    func,
+    or_,
+    select,
+)
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import UnaryExpression
 
-from nictune.db import MAIN_METRICS, Configuration, Job, Testbed, Trial, Workload
+from nictune.db import MAIN_METRICS, Configuration, Job, Testbed, Trial, TrialItem, Workload
+from nictune.db.landmarks import INDEX_ORDERS, Landmarks, compute_landmarks, stored_landmarks
 from nictune.db.types import as_utc
 from nictune.errors import InvalidInputError
 
@@ -167,7 +183,7 @@ def _joined(stmt: _S) -> _S:
 INDEXED_SORTS = frozenset({"number", *MAIN_METRICS})
 #: Sort keys whose order is an index's own order (number either way, a main metric descending
 #: with missing figures last): a job's page at any depth is a range of it, without a sort.
-INDEX_ORDERED = frozenset({"number", "-number", *(f"-{metric}" for metric in MAIN_METRICS)})
+INDEX_ORDERED = frozenset(INDEX_ORDERS)
 
 
 def _job_only(filters: TrialFilters) -> bool:
@@ -259,25 +275,105 @@ def ids_after(s: Session | Connection, filters: TrialFilters, sort: str, after: 
     from the first) in ``sort`` order, an indexed sort: a range of the index, whatever the depth."""
     if after is None:
         return page_ids(s, filters, sort, limit, 0)
-    value, number = after
+    return [i for i, _ in _range(s, filters, sort, after, limit, skip=0, inclusive=False, items=False)]
+
+
+@functools.cache
+def _job_range(sort: str, part: str, inclusive: bool, state: bool, source: bool, items: bool) -> Select[Any]:
+    """The ids of one job's trials from a position on in ``sort`` order (an indexed sort), with
+    parameters ``job_id`` (``state``, ``source``), ``value`` and ``number`` (the position),
+    ``limit`` and ``offset``; with ``items``, each with its stored page item (NULL for none).
+    ``part``: ``number`` (a sort by number), ``figures`` (the trials with a figure from
+    ``value``/``number`` on) or ``tail`` (those without one, by number from ``number`` on)."""
     name, descending = sort.lstrip("-"), sort.startswith("-")
-    base = _filtered(select(Trial.id), filters)
-    if name == "number":
-        beyond = Trial.number < number if descending else Trial.number > number
-        return list(s.scalars(base.where(beyond).order_by(*_order(sort)).limit(limit)))
-    column = getattr(Trial, name)
-    ids: list[int] = []
-    if value is not None:  # the rest of the figures, then the trials without one
+    key = Trial.number if name == "number" else getattr(Trial, name)
+    stmt: Select[Any] = select(Trial.id, key.label("key"), Trial.number.label("n")) if items else select(Trial.id)
+    stmt = stmt.where(Trial.job_id == bindparam("job_id"))
+    if state:
+        stmt = stmt.where(Trial.state == bindparam("state"))
+    if source:
+        stmt = stmt.where(Trial.source == bindparam("source"))
+    number: Any = bindparam("number")
+    later = Trial.number >= number if inclusive else Trial.number > number
+    if part == "number":
+        earlier = Trial.number <= number if inclusive else Trial.number < number
+        stmt = stmt.where(earlier if descending else later).order_by(*_order(sort))
+    elif part == "figures":
+        value = bindparam("value", type_=Float())
         if descending:
-            rest = and_(column <= value, or_(column < value, Trial.number > number))
+            stmt = stmt.where(key <= value, or_(key < value, later))
         else:
-            rest = and_(column >= value, or_(column > value, Trial.number > number))
-        ids = list(s.scalars(base.where(rest).order_by(*_order(sort)).limit(limit)))
-        number = -1
-    if len(ids) < limit:
-        tail = base.where(column.is_(None), Trial.number > number).order_by(Trial.number)
-        ids += list(s.scalars(tail.limit(limit - len(ids))))
-    return ids
+            stmt = stmt.where(key >= value, or_(key > value, later))
+        stmt = stmt.order_by(*_order(sort))
+    else:
+        stmt = stmt.where(key.is_(None), later).order_by(Trial.number)
+    if not items:
+        return stmt.limit(bindparam("limit")).offset(bindparam("offset"))
+    # The page size is written into the statement (a page has few sizes): with it a parameter,
+    # PostgreSQL costs a generic plan for 10 % of the job's trials, never takes it, and plans
+    # the statement again at every page (0.4 ms of its CPU).
+    stmt = stmt.limit(bindparam("limit", type_=Integer(), literal_execute=True)).offset(bindparam("offset"))
+    # The page's trials first, then their items: no item is read for a trial OFFSET skips. The
+    # rows come with their sort key and number, put in order by the caller (no sort of 50 rows
+    # of items in the database).
+    page = stmt.subquery()
+    return select(page.c.id, TrialItem.item, page.c.key, page.c.n).outerjoin(
+        TrialItem, TrialItem.trial_id == page.c.id)
+
+
+def _range(s: Session | Connection, filters: TrialFilters, sort: str, start: tuple[float | None, int],
+           limit: int, *, skip: int, inclusive: bool, items: bool) -> list[tuple[int, str | None]]:
+    """Up to ``limit`` of one job's trials in ``sort`` order (an indexed sort) from the position
+    ``start`` (value, number) on, ``inclusive`` of it or not, the first ``skip`` left out: (id,
+    stored page item, read in the same statement with ``items``, else ``None``). With a figure
+    in ``start``, ``skip`` must stay among the trials with a figure (those without one then
+    follow from their first)."""
+    value, number = start
+    flags = (filters.state is not None, filters.source is not None, items)
+    params = {**_job_params(filters), "number": number, "limit": limit, "offset": skip}
+
+    descending = sort.startswith("-")
+
+    def run(part: str, values: dict[str, Any]) -> list[tuple[int, str | None]]:
+        rows = list(s.execute(_job_range(sort, part, inclusive, *flags), values))
+        if not items:
+            return [(r[0], None) for r in rows]
+        if part == "tail":  # by number; else by key (descending or not), then number
+            rows.sort(key=lambda r: r[3])
+        else:
+            rows.sort(key=lambda r: (-r[2] if descending else r[2], r[3]))
+        return [(r[0], r[1]) for r in rows]
+
+    if sort.lstrip("-") == "number":
+        return run("number", params)
+    found: list[tuple[int, str | None]] = []
+    if value is not None:
+        found = run("figures", {**params, "value": value})
+        params.update(number=-1, offset=0)
+        inclusive = False
+    if len(found) < limit:
+        params["limit"] = limit - len(found)
+        found += run("tail", params)
+    return found
+
+
+def job_landmarks(s: Session | Connection, job_id: int, sort: str) -> Landmarks:
+    """The landmarks of a finished job's trials in ``sort`` order (one of :data:`INDEX_ORDERED`):
+    those stored when it finished, else computed from its trials."""
+    stored = stored_landmarks(s, job_id, sort)
+    return stored if stored is not None else compute_landmarks(s, job_id, sort)
+
+
+def landmark_page(s: Session | Connection, job_id: int, sort: str, marks: Landmarks, limit: int,
+                  offset: int) -> list[tuple[int, str | None]]:
+    """One page of one job's trials in ``sort`` order (one of :data:`INDEX_ORDERED`), from the
+    landmark at or before ``offset``: the trials of :func:`page_ids` (no other filter), each
+    with its stored page item (``None``: it has none), in one statement."""
+    if offset >= marks.total:
+        return []
+    i = bisect.bisect_right(marks.positions, offset) - 1
+    return _range(s, TrialFilters(job_id=job_id), sort, marks.keys[i], limit, skip=offset - marks.positions[i],
+                  inclusive=True, items=True)
 
 
 def ordered_ids(s: Session | Connection, filters: TrialFilters, sort: str) -> array[int]:

@@ -23,6 +23,8 @@ from nictune.api.queries.trials import (
     decode_cursor,
     encode_cursor,
     ids_after,
+    job_landmarks,
+    landmark_page,
     ordered_ids,
     page_ids,
     trial_count,
@@ -151,12 +153,19 @@ def job_trials(
         finished = header.state in FINAL_STATES and header.finished_at is not None
         cache: VersionedCache = request.app.state.cache
         version = int(header.finished_at.timestamp() * 1e6) if header.finished_at is not None else 0
-        if sort in INDEX_ORDERED and state is None and source is None:
-            # Best first by a main metric, or by number: the page is a range of an index read
-            # in order (OFFSET steps through index entries, no sort, nothing kept per job).
-            ids = page_ids(s, filters, sort, limit, offset)
-            total = (cache.get(("trial-count", job_id), version, lambda: trial_count(s, filters), max_age=None)
-                     if finished else trial_count(s, filters))
+        if sort in INDEX_ORDERED and state is None and source is None and finished:
+            # Best first by a main metric, or by number, of a finished job: a range of an index
+            # read in order from the landmark before the page (found once per job and order),
+            # so a deep page steps over as few index entries as the first.
+            marks = cache.get(("trial-landmarks", job_id, sort), version, lambda: job_landmarks(s, job_id, sort),
+                              max_age=None)
+            page = landmark_page(s, job_id, sort, marks, limit, offset)  # with the stored items
+            items = job_page_items(s, [i for i, _ in page], simulated=simulated, stored=dict(page))
+            return trial_page(items, marks.total, limit, offset, next_page(request, marks.total, limit, offset),
+                              simulated=simulated)
+        elif sort in INDEX_ORDERED and state is None and source is None:
+            # The same of a running job: the index read in order from its start (OFFSET).
+            ids, total = page_ids(s, filters, sort, limit, offset), trial_count(s, filters)
         elif finished:
             # Another order of a finished job, whose trials never change: sort them once, then
             # cut every page out of that order (no sort per page). It is kept while the job's
