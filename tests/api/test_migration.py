@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from fastapi.testclient import TestClient
-from sqlalchemy import func, inspect, select
+from sqlalchemy import Engine, func, inspect, select
 
 from nictune.api import ApiSettings, create_app
 from nictune.db import current_revision, head_revision, make_engine, open_database, session_scope
@@ -13,21 +13,26 @@ from nictune.db.auth import create_token
 from nictune.jobs import JobRunner, JobSpec, create_job
 
 
-def test_a_database_of_revision_0001_is_upgraded_at_start(db_url: str) -> None:
-    """A database of revision 0001 with a job in it (run at today's revision, then taken back to
-    0001: today's job loop reads columns 0001 does not have) keeps the job when upgraded."""
+def downgrade(engine: Engine, revision: str) -> None:
+    """Take the database of ``engine`` back to ``revision`` with the shipped migrations."""
     from alembic import command
 
     from nictune.db import alembic_config
 
+    with engine.begin() as connection:
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)
+
+
+def test_a_database_of_revision_0001_is_upgraded_at_start(db_url: str) -> None:
+    """A database of revision 0001 with a job in it (run at today's revision, then taken back to
+    0001: today's job loop reads columns 0001 does not have) keeps the job when upgraded."""
     first = open_database(db_url)
     try:
         job_id = create_job(first, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=5, seed=2))
         JobRunner(first).run(job_id)
-        with first.begin() as connection:
-            config = alembic_config()
-            config.attributes["connection"] = connection
-            command.downgrade(config, "0001")
+        downgrade(first, "0001")
     finally:
         first.dispose()
     old = make_engine(db_url)
@@ -53,16 +58,9 @@ def test_a_database_of_revision_0001_is_upgraded_at_start(db_url: str) -> None:
 
 
 def test_downgrading_to_0001_drops_only_the_tokens(db_url: str) -> None:
-    from alembic import command
-
-    from nictune.db import alembic_config
-
     engine = open_database(db_url)
     try:
-        with engine.begin() as connection:
-            config = alembic_config()
-            config.attributes["connection"] = connection
-            command.downgrade(config, "0001")
+        downgrade(engine, "0001")
         tables = set(inspect(engine).get_table_names())
         assert "api_tokens" not in tables and {"jobs", "trials", "measurements"} <= tables
     finally:
@@ -71,17 +69,10 @@ def test_downgrading_to_0001_drops_only_the_tokens(db_url: str) -> None:
 
 def test_revision_0005_keeps_tokens_working_and_jobs_without_a_submitter(db_url: str) -> None:
     """Tokens of 0004 never expire after the upgrade; jobs stored before it name no token."""
-    from alembic import command
-
-    from nictune.db import alembic_config
-
     first = open_database(db_url)
     try:
         job_id = create_job(first, JobSpec(objectives=["throughput"], testbed="sim:benson-40g", budget=2, seed=2))
-        with first.begin() as connection:
-            config = alembic_config()
-            config.attributes["connection"] = connection
-            command.downgrade(config, "0004")
+        downgrade(first, "0004")
         columns = {c["name"] for c in inspect(first).get_columns("api_tokens")}
         assert "expires_at" not in columns
         with first.begin() as connection:
@@ -107,9 +98,7 @@ def test_revision_0005_keeps_tokens_working_and_jobs_without_a_submitter(db_url:
 
 def test_revision_0007_fills_the_page_items_as_the_recorder_writes_them(db_url: str) -> None:
     """Upgrading to 0007 stores every finished trial's page item, equal to what a job records."""
-    from alembic import command
-
-    from nictune.db import Trial, TrialItem, alembic_config
+    from nictune.db import Trial, TrialItem
 
     first = open_database(db_url)
     try:
@@ -118,12 +107,9 @@ def test_revision_0007_fills_the_page_items_as_the_recorder_writes_them(db_url: 
         with session_scope(first) as s:
             _, token = create_token(s, "ci", "read")
             recorded = dict(s.execute(select(TrialItem.trial_id, TrialItem.item)).all())
-            finished = s.scalar(select(func.count(Trial.id)).where(Trial.state != "running"))
+            finished = s.scalar(select(func.count(Trial.id)).where(Trial.state != "running")) or 0
         assert len(recorded) == finished >= 6
-        with first.begin() as connection:
-            config = alembic_config()
-            config.attributes["connection"] = connection
-            command.downgrade(config, "0006")
+        downgrade(first, "0006")
         assert "trial_items" not in inspect(first).get_table_names()
     finally:
         first.dispose()
@@ -145,9 +131,7 @@ def test_revision_0007_fills_the_page_items_as_the_recorder_writes_them(db_url: 
 def test_revision_0008_stores_the_landmarks_a_finished_job_stores(db_url: str) -> None:
     """Upgrading to 0008 stores the landmarks of every finished job's trial pages, equal to
     those the job stored when it finished (and none for a job still pending)."""
-    from alembic import command
-
-    from nictune.db import TrialLandmark, alembic_config
+    from nictune.db import TrialLandmark
 
     first = open_database(db_url)
     try:
@@ -159,10 +143,7 @@ def test_revision_0008_stores_the_landmarks_a_finished_job_stores(db_url: str) -
         with session_scope(first) as s:
             recorded = set(s.execute(select(*columns)).all())
         assert {row[0] for row in recorded} == {done} and len({row[1] for row in recorded}) == 7
-        with first.begin() as connection:
-            config = alembic_config()
-            config.attributes["connection"] = connection
-            command.downgrade(config, "0007")
+        downgrade(first, "0007")
         assert "trial_landmarks" not in inspect(first).get_table_names()
     finally:
         first.dispose()
