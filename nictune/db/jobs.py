@@ -135,7 +135,7 @@ def set_job_state(s: Session, job: Job, state: str, error: str | None = None) ->
     ``running`` sets ``started_at`` the first time (a resumed job keeps its first start)
     and clears ``finished_at`` and ``error``. ``completed``, ``failed``, ``cancelled``
     and ``interrupted`` set ``finished_at`` and store the landmarks of the job's trial
-    pages (:mod:`nictune.db.landmarks`); any other state drops them. ``error`` is stored
+    pages (:mod:`nictune.db.landmarks`); leaving them for another state drops them. ``error`` is stored
     as given (``None`` clears it).
 
     Raises:
@@ -143,6 +143,7 @@ def set_job_state(s: Session, job: Job, state: str, error: str | None = None) ->
         StorageError: the database failed.
     """
     new_state = JobState.parse(state)
+    was_finished = job.state in _FINISHED_STATES
     now = utcnow()
     job.state = new_state.value
     if new_state is JobState.RUNNING:
@@ -160,7 +161,7 @@ def set_job_state(s: Session, job: Job, state: str, error: str | None = None) ->
     # dropped when it runs again.
     if new_state in _FINISHED_STATES:
         store_landmarks(s, job.id)
-    else:
+    elif was_finished:
         clear_landmarks(s, job.id)
 
 

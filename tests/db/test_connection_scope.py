@@ -57,8 +57,6 @@ def test_a_pooled_postgresql_connection_is_pinged_only_after_it_idled_and_a_dead
         first = backend()
         assert backend() == first and pings == [1]  # the new connection once; back within the second: none
         # The server ends the connection while it idles in the pool (a restart, a firewall).
-        with connection_scope(engine) as c:
-            pass
         admin = make_engine(db_url, poolclass=NullPool)
         try:
             with admin.connect() as c:

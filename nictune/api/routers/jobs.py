@@ -153,19 +153,15 @@ def job_trials(
         finished = header.state in FINAL_STATES and header.finished_at is not None
         cache: VersionedCache = request.app.state.cache
         version = int(header.finished_at.timestamp() * 1e6) if header.finished_at is not None else 0
+        stored: dict[int, str | None] | None = None  # the page's items, when read with its ids
         if sort in INDEX_ORDERED and state is None and source is None and finished:
             # Best first by a main metric, or by number, of a finished job: a range of an index
             # read in order from the landmark before the page (found once per job and order),
             # so a deep page steps over as few index entries as the first.
             marks = cache.get(("trial-landmarks", job_id, sort), version, lambda: job_landmarks(s, job_id, sort),
                               max_age=None)
-            page = landmark_page(s, job_id, sort, marks, limit, offset)  # with the stored items
-            items = job_page_items(s, [i for i, _ in page], simulated=simulated, stored=dict(page))
-            return trial_page(items, marks.total, limit, offset, next_page(request, marks.total, limit, offset),
-                              simulated=simulated)
-        elif sort in INDEX_ORDERED and state is None and source is None:
-            # The same of a running job: the index read in order from its start (OFFSET).
-            ids, total = page_ids(s, filters, sort, limit, offset), trial_count(s, filters)
+            stored = dict(landmark_page(s, job_id, sort, marks, limit, offset))
+            ids, total = list(stored), marks.total
         elif finished:
             # Another order of a finished job, whose trials never change: sort them once, then
             # cut every page out of that order (no sort per page). It is kept while the job's
@@ -175,10 +171,11 @@ def job_trials(
                               lambda: ordered_ids(s, filters, sort), max_age=None)
             ids, total = order[offset:offset + limit].tolist(), len(order)
         else:
-            # A running job's page in another order (or filtered): a sort of its trials.
+            # A running job's page: a range of an index read in order from its start (OFFSET) for
+            # an index's order, else a sort of its trials.
             ids, total = page_ids(s, filters, sort, limit, offset), trial_count(s, filters)
         # Finished trials are their stored JSON (trial_items), put together as they are.
-        items = job_page_items(s, ids, simulated=simulated)
+        items = job_page_items(s, ids, simulated=simulated, stored=stored)
     return trial_page(items, total, limit, offset, next_page(request, total, limit, offset), simulated=simulated)
 
 
