@@ -16,7 +16,8 @@ migration 0006 does and each job's page landmarks as finishing it does, start th
 
 The database is read once before the server starts (the operating system's cache then holds
 it, as in a server that has run a while). The HTTP clients are built and connected before any
-timing. The first request of
+timing, and every endpoint is asked before it (every client once, and a page of every job: a
+finished job's landmarks are read once per job and order). The first request of
 /v1/history/best after the start (nothing cached, nothing compiled) and of a trial page are
 timed apart, and so, once the cached means have expired (``MAX_AGE_S``), is a question not
 asked before (another ``top``: the recomputation a warm server does after new results) and the
@@ -24,7 +25,9 @@ question asked before (answered at once while it is computed again beside the re
 endpoint gets ``--requests`` requests from one client, then ``--requests`` from
 ``--clients`` clients at once; each phase reports p50/p99 latency and the server's CPU time
 per request, read from /proc/<pid>/stat of the server process before and after the phase
-(on PostgreSQL also that of the database's backend processes serving it, counted apart: a
+(a phase starts with the server idle and ends when it is idle again, so what it set off beside
+its answers, such as a recomputation of the cached means, counts in it and not in the next;
+on PostgreSQL also that of the database's backend processes serving it, counted apart: a
 backend that ends within the phase, e.g. a pool's overflow connection, is not counted, so
 the figure with many clients is a lower bound), and the clients' own CPU per request (this
 process: it shares the machine's cores with the server). Timings are figures, not pass/fail.
@@ -261,6 +264,20 @@ def cpu_seconds(pids: list[int]) -> dict[int, float]:
     return out
 
 
+def settle(pid: int, quiet_s: float = 0.3, cap_s: float = 10.0) -> None:
+    """Wait until the process ``pid`` has used no CPU for ``quiet_s`` (at most ``cap_s``): work
+    a phase started beside its answers (a recomputation of the cached means it set off) ends
+    before the phase's CPU is read, and is not counted in the next phase."""
+    deadline = time.monotonic() + cap_s
+    last = cpu_seconds([pid])
+    while time.monotonic() < deadline:
+        time.sleep(quiet_s)
+        now = cpu_seconds([pid])
+        if now == last:
+            return
+        last = now
+
+
 def cpu_spent(before: dict[int, float], after: dict[int, float]) -> float:
     """CPU seconds between two readings (a process that started in between counts from 0; one
     that ended in between is not counted)."""
@@ -328,8 +345,9 @@ async def phase(clients: list[httpx.AsyncClient], paths: list[str]) -> list[floa
 
 
 async def measure(backend: str, base: str, token: str, server_pid: int, url: str, endpoints: dict[str, list[str]],
-                  clients: int) -> tuple[list[Phase], dict[str, float]]:
-    """Every phase of one server; returns the phases and the first (cold) requests' latencies."""
+                  clients: int, warmup: list[str]) -> tuple[list[Phase], dict[str, float]]:
+    """Every phase of one server, after the ``warmup`` requests; returns the phases and the
+    first (cold) requests' latencies."""
     headers = {"Authorization": f"Bearer {token}"}
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     pool = [httpx.AsyncClient(base_url=base, headers=headers, timeout=120, limits=limits) for _ in range(clients)]
@@ -338,13 +356,16 @@ async def measure(backend: str, base: str, token: str, server_pid: int, url: str
         cold = {name: await timed_get(pool[0], paths[0]) for name, paths in endpoints.items() if name != "/healthz"}
         for paths in endpoints.values():  # warm: every client once
             await phase(pool, paths[:clients])
+        await phase(pool, warmup)
         out = []
         for n in (1, clients):
             for name, paths in endpoints.items():
+                await asyncio.to_thread(settle, server_pid)
                 app0, db0 = cpu_seconds([server_pid]), cpu_seconds(backend_pids(url))
                 own0 = time.process_time()
                 latencies = await phase(pool[:n], paths)
                 own1 = time.process_time()
+                await asyncio.to_thread(settle, server_pid)  # the phase's work done beside its answers
                 app1, db1 = cpu_seconds([server_pid]), cpu_seconds(backend_pids(url))
                 out.append(Phase(backend, name, n, latencies, cpu_spent(app0, app1) * 1000 / len(latencies),
                                  cpu_spent(db0, db1) * 1000 / len(latencies), (own1 - own0) * 1000 / len(latencies)))
@@ -398,8 +419,11 @@ def run(backend: str, trials: int, clients: int, requests: int, keep: str | None
                     f"/v1/jobs/{rng.choice(job_ids)}/trials?sort=-throughput_gbps&limit=50"
                     f"&offset={rng.randrange(0, per_job, 50)}" for _ in range(requests)],
             }
+            # Warm caches, as in a server that has run a while: a page of every job once (the
+            # landmarks a finished job's pages start from are read once per job and order).
+            warmup = [f"/v1/jobs/{job_id}/trials?sort=-throughput_gbps&limit=50" for job_id in job_ids]
             phases, cold = asyncio.run(measure(backend, server.url, token, server.process.pid, url, endpoints,
-                                               clients))
+                                               clients, warmup))
         cold["fill"] = timings["insert"]
         for name, ms in cold.items():
             if name not in ("fill", "recompute", "stale"):

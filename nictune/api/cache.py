@@ -61,7 +61,7 @@ def data_version(dbe: Engine) -> int:
     Raises:
         StorageError: the database failed.
     """
-    with connection_scope(dbe) as c:
+    with connection_scope(dbe, snapshot=False) as c:  # one statement: no transaction around it
         return int(c.scalar(_NEWEST) or 0)
 
 

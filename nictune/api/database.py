@@ -14,30 +14,19 @@ import asyncio
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine
 
 from nictune.db import current_revision, make_engine
-from nictune.db import session as db_session
 from nictune.errors import StorageError
 
 #: Connections the read engine keeps (and may add) for concurrent requests.
 READ_POOL = {"pool_size": 10, "max_overflow": 20}
 
 
-def _begin_deferred(connection: Any) -> None:
-    connection.exec_driver_sql("BEGIN")
-
-
 def read_engine(url: str) -> Engine:
     """An engine for read-only work on ``url`` (the schema must already be migrated)."""
-    engine = make_engine(url, **READ_POOL)
-    if engine.dialect.name == "sqlite":
-        # A private hook of nictune.db: a make_engine(read_only=True) there would be cleaner.
-        event.remove(engine, "begin", db_session._on_sqlite_begin)
-        event.listen(engine, "begin", _begin_deferred)
-    return engine
+    return make_engine(url, read_only=True, **READ_POOL)
 
 
 class DatabaseProbe:

@@ -97,7 +97,7 @@ def _sqlite_file(url: URL) -> Path | None:
 
 def _on_sqlite_connect(dbapi_connection: Any, connection_record: Any) -> None:
     # Take BEGIN away from the sqlite3 module (its legacy mode skips BEGIN before SELECT
-    # and SAVEPOINT, which breaks savepoints and transactional DDL); see _on_sqlite_begin.
+    # and SAVEPOINT, which breaks savepoints and transactional DDL); see _sqlite_begin.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     try:
@@ -111,14 +111,23 @@ def _on_sqlite_connect(dbapi_connection: Any, connection_record: Any) -> None:
         cursor.close()
 
 
-def _on_sqlite_begin(connection: Any) -> None:
-    # IMMEDIATE takes the write lock at BEGIN. A deferred transaction that reads and
-    # then writes fails at once with "database is locked" when another process wrote in
-    # between (busy_timeout cannot help there); IMMEDIATE waits for the lock instead.
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
+#: A key of a pooled SQLite connection's ``info`` while a :func:`connection_scope` without a
+#: snapshot holds it: its statements each commit on their own (no BEGIN is sent).
+NO_BEGIN = "nictune_no_begin"
 
 
-def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
+def _sqlite_begin(statement: str, connection: Any) -> None:
+    # The dialect's do_begin, not an engine "begin" event: any engine-level listener makes
+    # SQLAlchemy dispatch events around every statement (40 us of each request's 135 us to
+    # read a job's header here). IMMEDIATE takes the write lock at BEGIN. A deferred
+    # transaction that reads and then writes fails at once with "database is locked" when
+    # another process wrote in between (busy_timeout cannot help there); IMMEDIATE waits for
+    # the lock instead.
+    if not connection.info.get(NO_BEGIN):
+        connection.execute(statement)
+
+
+def make_engine(url: str | URL | None = None, *, read_only: bool = False, **kwargs: Any) -> Engine:
     """Create an engine for ``url`` with nictune's connection settings.
 
     SQLite: the parent directory is created; every connection gets WAL journaling,
@@ -128,6 +137,9 @@ def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
 
     Args:
         url: a SQLAlchemy URL; :func:`default_url` when ``None``.
+        read_only: an engine for reads only: its SQLite transactions begin ``DEFERRED`` (in
+            WAL mode a consistent snapshot without any lock, so a reader never waits for a
+            writer). No difference on PostgreSQL.
         **kwargs: passed to :func:`sqlalchemy.create_engine`.
 
     Returns:
@@ -151,8 +163,9 @@ def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
     except (ArgumentError, ImportError) as exc:
         raise DatabaseUrlError(f"cannot use database URL {parsed!r}: {exc}", field="db", allowed=URL_FORMS) from exc
     if is_sqlite:
-        event.listen(engine, "connect", _on_sqlite_connect)
-        event.listen(engine, "begin", _on_sqlite_begin)
+        event.listen(engine, "connect", _on_sqlite_connect)  # a pool event: none per statement
+        engine.dialect.do_begin = functools.partial(  # type: ignore[method-assign]
+            _sqlite_begin, "BEGIN" if read_only else "BEGIN IMMEDIATE")
     elif not kwargs.get("pool_pre_ping"):
         event.listen(engine.pool, "checkin", _on_checkin)
         event.listen(engine.pool, "checkout", functools.partial(_on_checkout, engine.dialect))
@@ -239,16 +252,28 @@ def connection_scope(engine: Engine, *, snapshot: bool = True) -> Iterator[Conne
     rolled back at the end (it is for reads).
 
     ``snapshot=False``: the reads need not see one snapshot (each is one statement, or what
-    they read does not change). On PostgreSQL each statement then commits on its own: no
-    BEGIN and ROLLBACK round trips around them.
+    they read does not change). Each statement then commits on its own: no BEGIN and ROLLBACK
+    around them (on PostgreSQL two round trips; on SQLite two statements, and no write lock
+    taken on an engine whose transactions begin ``IMMEDIATE``).
 
     Raises:
         StorageError: a database error inside the block.
     """
     try:
         with engine.connect() as connection:
-            if not snapshot and connection.dialect.name == "postgresql":
+            if snapshot:
+                yield connection
+            elif connection.dialect.name == "postgresql":
                 connection.execution_options(isolation_level="AUTOCOMMIT")
-            yield connection
+                yield connection
+            else:
+                # The sqlite3 module is in autocommit mode (_on_sqlite_connect): without the
+                # dialect's BEGIN (_sqlite_begin), every statement is a transaction of its own.
+                pooled = connection.connection
+                pooled.info[NO_BEGIN] = True
+                try:
+                    yield connection
+                finally:
+                    pooled.info.pop(NO_BEGIN, None)
     except SQLAlchemyError as exc:
         raise StorageError(f"database error: {describe(exc)}") from exc

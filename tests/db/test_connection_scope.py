@@ -1,14 +1,17 @@
-"""connection_scope: reads in one snapshot by default; without one, on PostgreSQL, each
-statement on its own (no transaction held), and the pooled connection is transactional again
-for the next user. A pooled PostgreSQL connection is pinged when it has idled."""
+"""connection_scope: reads in one snapshot by default; without one, each statement on its own
+(no transaction held, on SQLite no BEGIN sent), and the pooled connection is transactional
+again for the next user. SQLite engines begin IMMEDIATE, read engines DEFERRED. A pooled
+PostgreSQL connection is pinged when it has idled."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 
 from nictune.api.database import read_engine
@@ -26,15 +29,38 @@ def _driver_status(engine: Engine, snapshot: bool) -> str:
         return status
 
 
-def test_only_postgresql_reads_leave_the_snapshot_out_and_the_pool_keeps_its_transactions(db_url: str) -> None:
-    reader = read_engine(db_url)  # a pool of its own: the same connection serves each call
+@pytest.mark.parametrize("read_only", [True, False])
+def test_reads_without_a_snapshot_hold_no_transaction_and_the_pool_keeps_its_transactions(
+        db_url: str, read_only: bool) -> None:
+    # A pool of one: the same connection serves each call.
+    engine = read_engine(db_url) if read_only else make_engine(db_url, pool_size=1, max_overflow=0)
     try:
-        postgres = reader.dialect.name == "postgresql"
-        assert _driver_status(reader, snapshot=True) == "INTRANS"
-        assert _driver_status(reader, snapshot=False) == ("IDLE" if postgres else "INTRANS")
-        assert _driver_status(reader, snapshot=True) == "INTRANS"
+        assert _driver_status(engine, snapshot=True) == "INTRANS"
+        assert _driver_status(engine, snapshot=False) == "IDLE"
+        assert _driver_status(engine, snapshot=True) == "INTRANS"
+        assert _driver_status(engine, snapshot=False) == "IDLE"
     finally:
-        reader.dispose()
+        engine.dispose()
+
+
+def test_sqlite_writers_take_the_write_lock_at_begin_and_readers_never_wait(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_module, "SQLITE_BUSY_TIMEOUT_MS", 100)  # a blocked writer fails soon
+    url = f"sqlite:///{tmp_path / 'lock.db'}"
+    writer, other_writer, reader = make_engine(url), make_engine(url), read_engine(url)
+    try:
+        with writer.begin() as c:
+            c.execute(text("CREATE TABLE t (x INTEGER)"))
+        with writer.begin() as c:
+            c.execute(text("SELECT 1"))  # BEGIN IMMEDIATE: the write lock, though it only read
+            for snapshot in (True, False):
+                with connection_scope(reader, snapshot=snapshot) as r:
+                    assert r.execute(text("SELECT count(*) FROM t")).scalar_one() == 0
+            with pytest.raises(OperationalError, match="locked"), other_writer.begin() as o:
+                o.execute(text("SELECT 1"))
+    finally:
+        for engine in (writer, other_writer, reader):
+            engine.dispose()
 
 
 def test_a_pooled_postgresql_connection_is_pinged_only_after_it_idled_and_a_dead_one_is_replaced(
