@@ -20,7 +20,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, bindparam, delete, func, insert, select
+from sqlalchemy import Connection, Select, and_, bindparam, delete, func, insert, null, select
 from sqlalchemy.orm import Session
 
 from nictune.db.models import MAIN_METRICS, Trial, TrialLandmark
@@ -50,12 +50,14 @@ def _key(sort: str) -> Any:
 
 @functools.cache
 def _every_nth(sort: str) -> Select[Any]:
-    """Every ``every``-th trial of job ``job_id`` in ``sort`` order: (position, value, number)."""
+    """Every ``every``-th trial of job ``job_id`` in ``sort`` order: (position, value, number);
+    the value is NULL in orders by number."""
     key = _key(sort)
     # The index's order, the job being fixed: the page's order (numbers are unique in a job).
+    by_number = sort.lstrip("-") == "number"
     order = [Trial.number.desc()] if sort == "-number" else (
         [Trial.number.asc()] if sort == "number" else [key.desc().nulls_last(), Trial.number.asc()])
-    ranked = select(key.label("value"), Trial.number.label("number"),
+    ranked = select((null() if by_number else key).label("value"), Trial.number.label("number"),
                     (func.row_number().over(order_by=order) - 1).label("position")
                     ).where(Trial.job_id == bindparam("job_id")).subquery()
     return (select(ranked.c.position, ranked.c.value, ranked.c.number)
@@ -67,17 +69,17 @@ def compute_landmarks(s: Session | Connection, job_id: int, sort: str, every: in
     ``every`` trials and the first trial without a figure, read from the trials."""
     rows = [(int(p), None if v is None else float(v), int(n))
             for p, v, n in s.execute(_every_nth(sort), {"job_id": job_id, "every": every})]
-    total = int(s.scalar(select(func.count(Trial.id)).where(Trial.job_id == job_id)) or 0)
-    if sort.lstrip("-") != "number":
+    if sort.lstrip("-") == "number":
+        total = int(s.scalar(select(func.count(Trial.id)).where(Trial.job_id == job_id)) or 0)
+    else:
         key = _key(sort)
-        counted, first_without = s.execute(
-            select(func.count(key), func.min(Trial.number).filter(key.is_(None))).where(Trial.job_id == job_id)).one()
+        total, counted, first_without = s.execute(
+            select(func.count(Trial.id), func.count(key), func.min(Trial.number).filter(key.is_(None)))
+            .where(Trial.job_id == job_id)).one()
         if first_without is not None and counted % every:  # not a landmark already
             rows.append((int(counted), None, int(first_without)))
             rows.sort()
-    if sort == "number" or sort == "-number":
-        rows = [(p, None, n) for p, _, n in rows]
-    return Landmarks(total, [p for p, _, _ in rows], [(v, n) for _, v, n in rows])
+    return Landmarks(int(total), [p for p, _, _ in rows], [(v, n) for _, v, n in rows])
 
 
 def store_landmarks(s: Session, job_id: int) -> None:
