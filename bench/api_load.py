@@ -14,17 +14,21 @@ migration 0006 does and each job's page landmarks as finishing it does, start th
 * ``GET /v1/history/best?testbed=sim:benson-40g&workload=tcp&objective=throughput&top=10``;
 * ``GET /v1/jobs/{id}/trials?sort=-throughput_gbps&limit=50&offset=...`` (random job and page).
 
-The database is read once before the server starts (the operating system's cache then holds
-it, as in a server that has run a while). The HTTP clients are built and connected before any
-timing, and every endpoint is asked before it (every client once, and a page of every job: a
-finished job's landmarks are read once per job and order). The first request of
+The database (tables and indexes) is read before the server starts and again before each
+phase, so the operating system's cache holds it as in a server that has run a while: the
+python-svc machines page out file cache nobody touched for a minute (a DAMON ``pageout``
+scheme; the bench prints it), and a phase of 1M trials touches a small part of ~10 GB. The
+HTTP clients are built and connected before any timing, and every endpoint is asked before
+it (every client once, and a page of every job: a finished job's landmarks are read once per
+job and order). The first request of
 /v1/history/best after the start (nothing cached, nothing compiled) and of a trial page are
 timed apart, and so, once the cached means have expired (``MAX_AGE_S``), is a question not
 asked before (another ``top``: the recomputation a warm server does after new results) and the
 question asked before (answered at once while it is computed again beside the requests). Each
 endpoint gets ``--requests`` requests from one client, then ``--requests`` from
 ``--clients`` clients at once; each phase reports p50/p99 latency and the server's CPU time
-per request, read from /proc/<pid>/stat of the server process before and after the phase
+per request, read from /proc/<pid>/stat of the server process before and after the phase,
+and the part of it spent in the kernel (sockets; on SQLite also reading the database file)
 (a phase starts with the server idle and ends when it is idle again, so what it set off beside
 its answers, such as a recomputation of the cached means, counts in it and not in the next;
 on PostgreSQL also that of the database's backend processes serving it, counted apart: a
@@ -227,9 +231,11 @@ def fill(url: str, trials: int, seed: int = 1) -> tuple[str, list[int], dict[str
 
 
 def warm(url: str) -> tuple[float, float]:
-    """Read the database's data once, so the timed phases find it in the operating system's
-    cache as a server that has run a while does (a fill of 1M trials is ~10 GB, and a
-    trial page reads 50 scattered rows); returns (GB read, seconds)."""
+    """Read the database's data, tables and indexes, so the timed phases find it in the
+    operating system's cache as a server that has run a while does (a fill of 1M trials is
+    ~10 GB, and a trial page reads 50 scattered rows); returns (GB read, seconds). Called
+    before every phase: some machines page out file cache left idle for a minute
+    (:func:`idle_pageout_s`)."""
     began = time.monotonic()
     path = db.sqlite_path(url)
     if path is not None:
@@ -242,17 +248,45 @@ def warm(url: str) -> tuple[float, float]:
     try:
         with engine.connect() as connection:
             size = connection.execute(text("SELECT pg_database_size(current_database())")).scalar_one()
-            # Sequential scans (length() reads an item's out-of-line storage too).
-            connection.execute(text("SELECT sum(length(item)) FROM trial_items"))
-            for table in ("trials", "config_stats", "configurations"):
-                connection.execute(text(f"SELECT count(*) FROM {table}"))
+            # Every table, its TOAST and every index, through the operating system's cache
+            # (pg_prewarm's 'read' mode; a sequential scan would leave the indexes out).
+            connection.execute(text("CREATE EXTENSION IF NOT EXISTS pg_prewarm"))
+            connection.execute(text(
+                "SELECT pg_prewarm(c.oid, 'read') FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname IN ('public', 'pg_toast') AND c.relkind IN ('r', 'i', 't') "
+                "AND c.relpersistence = 'p' AND pg_relation_size(c.oid) > 0"))
+            connection.commit()
     finally:
         engine.dispose()
     return size / 1e9, time.monotonic() - began
 
 
-def cpu_seconds(pids: list[int]) -> dict[int, float]:
-    """User + system CPU time of each of these processes (their threads included), from /proc."""
+#: Where the kernel's DAMON reclaim is configured (``/sys/kernel/mm/damon``, read only).
+DAMON = Path("/sys/kernel/mm/damon/admin/kdamonds")
+
+
+def idle_pageout_s(root: Path = DAMON) -> float | None:
+    """After how many seconds without access a running DAMON ``pageout`` scheme takes file
+    pages out of memory (the python-svc machines run one: one minute), or ``None``."""
+    shortest: float | None = None
+    for kdamond in root.glob("[0-9]*"):
+        try:
+            if (kdamond / "state").read_text().strip() != "on":
+                continue
+            for context in kdamond.glob("contexts/[0-9]*"):
+                aggr_us = int((context / "monitoring_attrs/intervals/aggr_us").read_text())
+                for scheme in context.glob("schemes/[0-9]*"):
+                    if (scheme / "action").read_text().strip() == "pageout":
+                        age = int((scheme / "access_pattern/age/min").read_text()) * aggr_us / 1e6
+                        shortest = age if shortest is None else min(shortest, age)
+        except (OSError, ValueError):
+            continue
+    return shortest
+
+
+def cpu_seconds(pids: list[int], *, kernel_only: bool = False) -> dict[int, float]:
+    """User + system CPU time of each of these processes (their threads included), from /proc;
+    with ``kernel_only`` the system part alone."""
     ticks = os.sysconf("SC_CLK_TCK")
     out = {}
     for pid in pids:
@@ -260,7 +294,8 @@ def cpu_seconds(pids: list[int]) -> dict[int, float]:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        out[pid] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime (fields 14 and 15 of stat)
+        # utime, stime: fields 14 and 15 of stat
+        out[pid] = (int(fields[12]) if kernel_only else int(fields[11]) + int(fields[12])) / ticks
     return out
 
 
@@ -312,6 +347,7 @@ class Phase:
     clients: int
     latencies: list[float]
     app_cpu_ms: float  # server process CPU per request
+    app_kernel_ms: float  # the part of it spent in the kernel (sockets, reading the database's file)
     db_cpu_ms: float  # PostgreSQL backends' CPU per request (0 on SQLite)
     client_cpu_ms: float  # this process's (the HTTP clients') CPU per request: it shares the machine
 
@@ -360,14 +396,18 @@ async def measure(backend: str, base: str, token: str, server_pid: int, url: str
         out = []
         for n in (1, clients):
             for name, paths in endpoints.items():
+                await asyncio.to_thread(warm, url)  # in memory again, whatever was paged out
                 await asyncio.to_thread(settle, server_pid)
                 app0, db0 = cpu_seconds([server_pid]), cpu_seconds(backend_pids(url))
+                kernel0 = cpu_seconds([server_pid], kernel_only=True)
                 own0 = time.process_time()
                 latencies = await phase(pool[:n], paths)
                 own1 = time.process_time()
                 await asyncio.to_thread(settle, server_pid)  # the phase's work done beside its answers
                 app1, db1 = cpu_seconds([server_pid]), cpu_seconds(backend_pids(url))
+                kernel1 = cpu_seconds([server_pid], kernel_only=True)
                 out.append(Phase(backend, name, n, latencies, cpu_spent(app0, app1) * 1000 / len(latencies),
+                                 cpu_spent(kernel0, kernel1) * 1000 / len(latencies),
                                  cpu_spent(db0, db1) * 1000 / len(latencies), (own1 - own0) * 1000 / len(latencies)))
                 print(f"[{backend}] {name} x{n}: {len(latencies)} requests, p50 {out[-1].p(50):.1f} ms, "
                       f"p99 {out[-1].p(99):.1f} ms, server CPU {out[-1].app_cpu_ms:.2f} ms/request"
@@ -402,7 +442,8 @@ def run(backend: str, trials: int, clients: int, requests: int, keep: str | None
             print(f"[{backend}] stored {trials} trials ({trials * REPEATS} measurements) in "
                   f"{time.monotonic() - began:.0f} s ({steps})", flush=True)
         read, seconds = warm(url)
-        print(f"[{backend}] read the database once before timing ({read:.1f} GB in {seconds:.0f} s)", flush=True)
+        print(f"[{backend}] read the database before timing ({read:.1f} GB in {seconds:.0f} s), and again before "
+              f"each phase", flush=True)
         # One token for every client: the service's per-token cap on requests in progress
         # (--max-requests-per-token, 8 by default) is raised to the clients' number, so the
         # bench measures the answers, not the refusals.
@@ -455,11 +496,16 @@ def main() -> None:
     print(f"date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine: {os.cpu_count()} cores, "
           f"{platform.processor() or platform.machine()}; server and clients on the same machine, 127.0.0.1 only; "
           "figures of the simulated testbed (a model, not hardware)")
+    pageout = idle_pageout_s()
+    if pageout is not None:
+        print(f"this machine pages out file cache left idle for {pageout:.0f} s (DAMON): the database was read "
+              "again before each phase")
     print(f"{'backend':<11} {'endpoint':<22} {'clients':>7} {'requests':>8} {'p50 ms':>7} {'p99 ms':>7} "
-          f"{'CPU ms/req':>10} {'db CPU':>7} {'client CPU':>10}")
+          f"{'CPU ms/req':>10} {'kernel':>7} {'db CPU':>7} {'client CPU':>10}")
     for ph in phases:
         print(f"{ph.backend:<11} {ph.endpoint:<22} {ph.clients:>7} {len(ph.latencies):>8} {ph.p(50):>7.1f} "
-              f"{ph.p(99):>7.1f} {ph.app_cpu_ms:>10.2f} {ph.db_cpu_ms:>7.2f} {ph.client_cpu_ms:>10.2f}")
+              f"{ph.p(99):>7.1f} {ph.app_cpu_ms:>10.2f} {ph.app_kernel_ms:>7.2f} {ph.db_cpu_ms:>7.2f} "
+              f"{ph.client_cpu_ms:>10.2f}")
     for backend, cold in colds.items():
         floor = next(ph.p(99) for ph in phases if ph.backend == backend and ph.endpoint == "/healthz"
                      and ph.clients == args.clients)
