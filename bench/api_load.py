@@ -62,6 +62,7 @@ from typing import Any
 import httpx
 from sqlalchemy import func, insert, select, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -248,14 +249,20 @@ def warm(url: str) -> tuple[float, float]:
     try:
         with engine.connect() as connection:
             size = connection.execute(text("SELECT pg_database_size(current_database())")).scalar_one()
-            # Every table, its TOAST and every index, through the operating system's cache
-            # (pg_prewarm's 'read' mode; a sequential scan would leave the indexes out).
-            connection.execute(text("CREATE EXTENSION IF NOT EXISTS pg_prewarm"))
-            connection.execute(text(
-                "SELECT pg_prewarm(c.oid, 'read') FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname IN ('public', 'pg_toast') AND c.relkind IN ('r', 'i', 't') "
-                "AND c.relpersistence = 'p' AND pg_relation_size(c.oid) > 0"))
-            connection.commit()
+            try:
+                # Every table, its TOAST and every index, through the operating system's cache
+                # (pg_prewarm's 'read' mode; a sequential scan would leave the indexes out).
+                connection.execute(text("CREATE EXTENSION IF NOT EXISTS pg_prewarm"))
+                connection.execute(text(
+                    "SELECT pg_prewarm(c.oid, 'read') FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname IN ('public', 'pg_toast') AND c.relkind IN ('r', 'i', 't') "
+                    "AND c.relpersistence = 'p' AND pg_relation_size(c.oid) > 0"))
+                connection.commit()
+            except DBAPIError:  # no pg_prewarm (PostgreSQL's contrib): the tables alone
+                connection.rollback()
+                connection.execute(text("SELECT sum(length(item)) FROM trial_items"))
+                for table in ("trials", "config_stats", "configurations"):
+                    connection.execute(text(f"SELECT count(*) FROM {table}"))
     finally:
         engine.dispose()
     return size / 1e9, time.monotonic() - began
