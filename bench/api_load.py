@@ -291,9 +291,13 @@ def idle_pageout_s(root: Path = DAMON) -> float | None:
     return shortest
 
 
-def cpu_seconds(pids: list[int], *, kernel_only: bool = False) -> dict[int, float]:
-    """User + system CPU time of each of these processes (their threads included), from /proc;
-    with ``kernel_only`` the system part alone."""
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU time of each of these processes (their threads included), from /proc."""
+    return {pid: total for pid, (total, _kernel) in cpu_times(pids).items()}
+
+
+def cpu_times(pids: list[int]) -> dict[int, tuple[float, float]]:
+    """(user + system, system) CPU time of each of these processes, from one read of /proc."""
     ticks = os.sysconf("SC_CLK_TCK")
     out = {}
     for pid in pids:
@@ -301,8 +305,8 @@ def cpu_seconds(pids: list[int], *, kernel_only: bool = False) -> dict[int, floa
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        # utime, stime: fields 14 and 15 of stat
-        out[pid] = (int(fields[12]) if kernel_only else int(fields[11]) + int(fields[12])) / ticks
+        utime, stime = int(fields[11]), int(fields[12])  # fields 14 and 15 of stat
+        out[pid] = ((utime + stime) / ticks, stime / ticks)
     return out
 
 
@@ -405,16 +409,14 @@ async def measure(backend: str, base: str, token: str, server_pid: int, url: str
             for name, paths in endpoints.items():
                 await asyncio.to_thread(warm, url)  # in memory again, whatever was paged out
                 await asyncio.to_thread(settle, server_pid)
-                app0, db0 = cpu_seconds([server_pid]), cpu_seconds(backend_pids(url))
-                kernel0 = cpu_seconds([server_pid], kernel_only=True)
+                (app0, kernel0), db0 = cpu_times([server_pid])[server_pid], cpu_seconds(backend_pids(url))
                 own0 = time.process_time()
                 latencies = await phase(pool[:n], paths)
                 own1 = time.process_time()
                 await asyncio.to_thread(settle, server_pid)  # the phase's work done beside its answers
-                app1, db1 = cpu_seconds([server_pid]), cpu_seconds(backend_pids(url))
-                kernel1 = cpu_seconds([server_pid], kernel_only=True)
-                out.append(Phase(backend, name, n, latencies, cpu_spent(app0, app1) * 1000 / len(latencies),
-                                 cpu_spent(kernel0, kernel1) * 1000 / len(latencies),
+                (app1, kernel1), db1 = cpu_times([server_pid])[server_pid], cpu_seconds(backend_pids(url))
+                out.append(Phase(backend, name, n, latencies, (app1 - app0) * 1000 / len(latencies),
+                                 (kernel1 - kernel0) * 1000 / len(latencies),
                                  cpu_spent(db0, db1) * 1000 / len(latencies), (own1 - own0) * 1000 / len(latencies)))
                 print(f"[{backend}] {name} x{n}: {len(latencies)} requests, p50 {out[-1].p(50):.1f} ms, "
                       f"p99 {out[-1].p(99):.1f} ms, server CPU {out[-1].app_cpu_ms:.2f} ms/request"
