@@ -391,6 +391,20 @@ async def phase(clients: list[httpx.AsyncClient], paths: list[str]) -> list[floa
     return latencies
 
 
+async def reconnect(pool: list[httpx.AsyncClient]) -> None:
+    """Each client's connection fresh before a phase, untimed. The server closes a connection
+    idle for its keep-alive time (uvicorn: 5 s), and the clients a 1-client phase leaves idle
+    can wait longer than that while the database is read again; a request sent just as the
+    server closes its connection fails (``Server disconnected``), so it is sent once more."""
+    async def touch(http: httpx.AsyncClient) -> None:
+        try:
+            (await http.get("/healthz")).raise_for_status()
+        except httpx.TransportError:
+            (await http.get("/healthz")).raise_for_status()
+
+    await asyncio.gather(*(touch(http) for http in pool))
+
+
 async def measure(backend: str, base: str, token: str, server_pid: int, url: str, endpoints: dict[str, list[str]],
                   clients: int, warmup: list[str]) -> tuple[list[Phase], dict[str, float]]:
     """Every phase of one server, after the ``warmup`` requests; returns the phases and the
@@ -408,6 +422,7 @@ async def measure(backend: str, base: str, token: str, server_pid: int, url: str
         for n in (1, clients):
             for name, paths in endpoints.items():
                 await asyncio.to_thread(warm, url)  # in memory again, whatever was paged out
+                await reconnect(pool)
                 await asyncio.to_thread(settle, server_pid)
                 (app0, kernel0), db0 = cpu_times([server_pid])[server_pid], cpu_seconds(backend_pids(url))
                 own0 = time.process_time()

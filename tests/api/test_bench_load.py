@@ -1,12 +1,15 @@
-"""bench/api_load.py: how it finds the machine's page-out of idle file cache, and that a small
-run on SQLite prints its table (its timings are figures, not asserted here)."""
+"""bench/api_load.py: how it finds the machine's page-out of idle file cache, how its clients
+reconnect before a phase, and that a small run on SQLite prints its table (its timings are
+figures, not asserted here)."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from bench import api_load
@@ -38,6 +41,33 @@ def test_no_pageout_without_a_running_pageout_scheme(tmp_path: Path, change: dic
     _kdamond(tmp_path, 0, **change)  # type: ignore[arg-type]
     assert api_load.idle_pageout_s(tmp_path) is None
     assert api_load.idle_pageout_s(tmp_path / "missing") is None
+
+
+def test_reconnect_sends_once_more_on_a_connection_the_server_closed() -> None:
+    calls: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        if len(calls) == 1:  # the server closed the idle connection as the request went out
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+        return httpx.Response(200, json={"ok": True})
+
+    async def go() -> None:
+        async with httpx.AsyncClient(base_url="http://bench", transport=httpx.MockTransport(answer)) as http:
+            await api_load.reconnect([http])
+
+    asyncio.run(go())
+    assert calls == ["/healthz", "/healthz"]
+
+
+def test_reconnect_passes_on_a_server_that_answers_with_an_error() -> None:
+    async def go() -> None:
+        transport = httpx.MockTransport(lambda request: httpx.Response(503))
+        async with httpx.AsyncClient(base_url="http://bench", transport=transport) as http:
+            await api_load.reconnect([http])
+
+    with pytest.raises(httpx.HTTPStatusError):
+        asyncio.run(go())
 
 
 @pytest.mark.slow
