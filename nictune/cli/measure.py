@@ -31,6 +31,7 @@ from nictune.cli.workload_options import (
 from nictune.measure import ignored_knobs_notice
 from nictune.measure.appliers.registry import load_checked_space
 from nictune.measure.benchmarks.workloads import resolve_workload
+from nictune.measure.steadiness import unsteady_runs
 from nictune.measure.testbeds import DEFAULT_TESTBED, open_testbed
 from nictune.metrics import METRICS, heading
 
@@ -96,6 +97,8 @@ def measure(
         raise typer.Exit(130) from None
     samples = [s.metrics for s in result.samples]
     stats = summarise(samples)
+    unsteady = unsteady_runs(samples)
+    warnings = [unsteady.text(simulated=bed.simulated)] if unsteady is not None else []
     if json_out:
         print_json({
             "testbed": bed.name,
@@ -108,6 +111,7 @@ def measure(
             "metrics": {k: v["mean"] for k, v in stats.items()},
             "spread": stats,
             "repeats": samples,
+            "warnings": warnings,
         })
         return
     console.print(Text.assemble("testbed: ", (testbed_label(bed), "bold")))
@@ -120,3 +124,5 @@ def measure(
     for name, st in stats.items():
         table.add_row(heading(name), fmt(st["mean"]), fmt(st["min"]), fmt(st["max"]), METRICS.get(name, ""))
     console.print(table)
+    for warning in warnings:
+        err_console.print(f"warning: {warning}")
