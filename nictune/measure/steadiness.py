@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from nictune.metrics import label, unit
+
 #: Runs are unsteady when the slowest is below this share of the fastest. Ten runs of one
 #: configuration with a 7 % run-to-run spread span about 0.8 of the fastest; 0.7 is five
 #: such spreads apart.
@@ -31,12 +33,13 @@ class Unsteady:
     slow_runs: tuple[int, ...]
     runs: int
 
-    def text(self, *, simulated: bool = False, label: str = "throughput", unit: str = "Gbit/s") -> str:
-        """The warning ``measure`` prints; on a simulated testbed the spread is the model's
-        noise (``--noise``), not a host's."""
+    def text(self, *, simulated: bool = False) -> str:
+        """The warning ``measure`` prints, in the metric's words and unit; on a simulated
+        testbed the spread is the model's noise (``--noise``), not a host's."""
         numbers = [str(n) for n in self.slow_runs]
         which = numbers[0] if len(numbers) == 1 else ", ".join(numbers[:-1]) + " and " + numbers[-1]
-        head = (f"unsteady runs: {label} ranged from {self.slowest:.3g} to {self.fastest:.3g} {unit} over "
+        head = (f"unsteady runs: {label(self.metric)} ranged from {self.slowest:.3g} to {self.fastest:.3g} "
+                f"{unit(self.metric)} over "
                 f"{self.runs} runs (run{'s' if len(numbers) > 1 else ''} {which} under "
                 f"{UNSTEADY_SHARE:.0%} of the fastest), far more than a steady host's run-to-run noise")
         if simulated:

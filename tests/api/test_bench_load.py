@@ -60,7 +60,7 @@ def test_reconnect_sends_once_more_on_a_connection_the_server_closed() -> None:
     assert calls == ["/healthz", "/healthz"]
 
 
-def test_reconnect_passes_on_a_server_that_answers_with_an_error() -> None:
+def test_reconnect_raises_when_the_server_answers_with_an_error() -> None:
     async def go() -> None:
         transport = httpx.MockTransport(lambda request: httpx.Response(503))
         async with httpx.AsyncClient(base_url="http://bench", transport=transport) as http:

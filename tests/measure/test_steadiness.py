@@ -34,6 +34,8 @@ def test_a_slow_spell_is_named_run_by_run() -> None:
     assert several is not None and several.slow_runs == (2, 4, 5)
     assert "(runs 2, 4 and 5 under" in several.text()
     assert several.text(simulated=True).endswith("the simulated noise (--noise) is that large.")
+    packets = unsteady_runs([{"packet_rate_mpps": 1.9}, {"packet_rate_mpps": 0.9}], metric="packet_rate_mpps")
+    assert packets is not None and "packet rate ranged from 0.9 to 1.9 Mpps over 2 runs" in packets.text()
 
 
 def test_measure_warns_in_json_and_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
