@@ -41,7 +41,7 @@ _PG_LOCK_KEY = 0x6E6963_74756E65  # "nictune"
 # threads must never run migrations at once, even on different databases.
 _ALEMBIC_LOCK = threading.Lock()
 
-SHIPPED_HEAD = "0008"
+SHIPPED_HEAD = "0009"
 """The newest revision in ``migrations/versions`` (a test checks it against Alembic's own
 :func:`head_revision`): what lets an up-to-date database open without importing Alembic."""
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     CheckConstraint,
     Column,
     Float,
@@ -346,6 +347,20 @@ STAT_SUFFIXES: tuple[str, ...] = ("n", "sum", "sumsq", "nsq")
 def stat_column(metric: str, suffix: str) -> str:
     """The name of the :data:`config_stats` column holding ``suffix`` of ``metric``."""
     return f"{metric}_{suffix}"
+
+
+history_version = Table(
+    "history_version",
+    Base.metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("version", BigInteger, nullable=False),
+    CheckConstraint("id = 1", name="one_row"),
+)
+"""The version of the history's measurements: one row, counted up by every transaction that
+adds measurements or rebuilds :data:`config_stats` (a deletion), in that transaction
+(:mod:`nictune.db.stats`). A reader that sees the same version sees the same measurements,
+whatever order concurrent writers committed in, so the service keeps answers computed from
+them for as long as it holds (``nictune.api.cache``), with no expiry. Created by migration 0009."""
 
 
 config_stats = Table(

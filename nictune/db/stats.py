@@ -1,5 +1,7 @@
 """The per-configuration statistics table (:data:`~nictune.db.models.config_stats`): kept in
-the transaction that records measurements, recomputed for the keys a deletion touches.
+the transaction that records measurements, recomputed for the keys a deletion touches; and
+the history's version (:data:`~nictune.db.models.history_version`), counted up by the same
+transactions.
 
 A row sums the full-length (not short) measurements of completed, measured trials of one
 configuration on one testbed fingerprint under one workload: what the history's best
@@ -10,9 +12,21 @@ answered from the cache add nothing (their numbers belong to the trial that meas
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, case, delete, distinct, func, insert, null, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    CursorResult,
+    case,
+    delete,
+    distinct,
+    func,
+    insert,
+    null,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -23,6 +37,7 @@ from nictune.db.models import (
     TrialSource,
     TrialState,
     config_stats,
+    history_version,
     stat_column,
 )
 
@@ -81,12 +96,34 @@ def _upsert(s: Session, row: dict[str, Any]) -> None:
     s.execute(stmt.on_conflict_do_update(index_elements=list(_KEY), set_=updates))
 
 
+_VERSION = select(history_version.c.version).where(history_version.c.id == 1)
+
+
+def version(connection: Connection | Session) -> int:
+    """The history's version (0 in a database that has no row): the same number means the same
+    measurements and the same :data:`config_stats`."""
+    return int(connection.scalar(_VERSION) or 0)
+
+
+def count_change(s: Session) -> None:
+    """Count the history's version up, in the transaction that changes the measurements. On
+    PostgreSQL the row stays locked until that transaction ends, so concurrent writers count
+    up in the order they commit."""
+    counted = s.execute(update(history_version).where(history_version.c.id == 1)
+                        .values(version=history_version.c.version + 1))
+    if not cast(CursorResult[Any], counted).rowcount:  # the row was deleted behind nictune's back
+        s.execute(insert(history_version).values(id=1, version=1))
+
+
 def record(s: Session, trial: Trial, measurements: Sequence[Measurement], *, counted_before: bool) -> None:
-    """Add ``measurements`` (just stored for the completed, measured ``trial``) to the table.
+    """Add ``measurements`` (just stored for the completed, measured ``trial``) to the table,
+    and count the history's version up (:func:`count_change`) when there are any.
 
     Short screening runs are skipped. ``counted_before``: the trial already has counted
     measurements (it is not a new trial for its row).
     """
+    if measurements:
+        count_change(s)
     if trial.state != TrialState.COMPLETED or trial.source != TrialSource.MEASURED:
         return
     full = [m for m in measurements if not m.short]
@@ -126,8 +163,10 @@ def recompute(s: Session, configuration_ids: Iterable[int] | None = None) -> Non
     """Rebuild the rows of these configurations (all rows for ``None``) from the measurements.
 
     For deletions (a subtraction would leave rounding behind and cannot undo a maximum) and
-    for rows written behind the repository's back (bulk loads).
+    for rows written behind the repository's back (bulk loads). Counts the history's version
+    up (:func:`count_change`).
     """
+    count_change(s)
     if configuration_ids is None:
         s.execute(delete(config_stats))
         s.execute(insert(config_stats).from_select(_names(), aggregate_select()))

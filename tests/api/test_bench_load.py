@@ -81,3 +81,5 @@ def test_a_small_load_run_prints_every_phase() -> None:
         for endpoint in ("/healthz", "/v1/history/best", "/v1/jobs/{id}/trials")], run.stdout
     for row in rows:  # p50 <= p99; server CPU >= its kernel part
         assert float(row[4]) <= float(row[5]) and float(row[6]) >= float(row[7]) >= 0, row
+    # A new result stored through the repository, and the recomputation it sets off, timed.
+    assert "[sqlite] /v1/history/best after a new result (a recomputation in a warm server): " in run.stdout

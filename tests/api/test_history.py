@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from nictune.cli.history import best_configurations
+from nictune.db import delete_job, open_database, session_scope
 from nictune.optimizer import Goal
 
 from .support import submit, wait_for
@@ -165,6 +166,26 @@ def test_best_is_recomputed_when_new_results_arrive(api: TestClient) -> None:
     second = api.get("/v1/history/best", params={"testbed": "sim:benson-40g", "top": 100}).json()["items"]
     assert sum(i["measurements"] for i in second) > sum(i["measurements"] for i in first)
     assert any(job["id"] in item["jobs"] for item in second)
+
+
+@pytest.mark.slow
+def test_best_changes_at_once_when_a_job_is_deleted(api: TestClient, db_url: str) -> None:
+    """No expiry to wait for: a deletion moves the history's version like a new result does."""
+    wait_for(api, submit(api, budget=3, seed=1)["id"])
+    gone = wait_for(api, submit(api, budget=6, seed=9)["id"])
+    params = {"testbed": "sim:benson-40g", "top": 100}
+    before = api.get("/v1/history/best", params=params).json()["items"]
+    assert any(gone["id"] in item["jobs"] for item in before)
+    assert api.get("/v1/history/best", params=params).json()["items"] == before  # kept
+    engine = open_database(db_url)
+    try:
+        with session_scope(engine) as s:
+            delete_job(s, gone["id"])
+    finally:
+        engine.dispose()
+    after = api.get("/v1/history/best", params=params).json()["items"]
+    assert after and not any(gone["id"] in item["jobs"] for item in after)
+    assert sum(i["measurements"] for i in after) < sum(i["measurements"] for i in before)
 
 
 def test_a_kept_best_answer_is_served_again_and_bad_questions_are_still_refused(api: TestClient) -> None:

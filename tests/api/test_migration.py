@@ -44,7 +44,7 @@ def test_a_database_of_revision_0001_is_upgraded_at_start(db_url: str) -> None:
 
     engine = open_database(db_url)  # what `nictune token create` and the service do first
     try:
-        assert current_revision(engine) == head_revision() == "0008"
+        assert current_revision(engine) == head_revision() == "0009"
         assert "api_tokens" in inspect(engine).get_table_names()
         with session_scope(engine) as s:
             _, token = create_token(s, "ci", "read")
@@ -54,7 +54,7 @@ def test_a_database_of_revision_0001_is_upgraded_at_start(db_url: str) -> None:
     with TestClient(create_app(ApiSettings(db_url=db_url)), headers={"Authorization": f"Bearer {token}"}) as api:
         job = api.get(f"/v1/jobs/{job_id}").json()
         assert job["state"] == "completed" and job["progress"]["done"] == 5
-        assert api.get("/healthz").json()["schema_revision"] == "0008"
+        assert api.get("/healthz").json()["schema_revision"] == "0009"
 
 
 def test_downgrading_to_0001_drops_only_the_tokens(db_url: str) -> None:
@@ -84,7 +84,7 @@ def test_revision_0005_keeps_tokens_working_and_jobs_without_a_submitter(db_url:
 
     engine = open_database(db_url)
     try:
-        assert current_revision(engine) == "0008"
+        assert current_revision(engine) == "0009"
         with session_scope(engine) as s:
             from nictune.db import Job
             from nictune.db.auth import list_tokens

@@ -1,25 +1,15 @@
-"""The service's per-process cache: values kept per data version, history entries for at most
-MAX_AGE_S, a finished job's for as long as its version holds; one computation per miss."""
+"""The service's per-process cache: values kept per data version with no expiry, one computation
+per miss, and the answer of the version before while another request computes the new one."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-import pytest
-
-from nictune.api import cache as cache_module
-from nictune.api.cache import MAX_AGE_S, VersionedCache
+from nictune.api.cache import VersionedCache
 
 
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    now = [1000.0]
-    monkeypatch.setattr(cache_module.time, "monotonic", lambda: now[0])
-    return now
-
-
-def test_a_value_is_kept_for_its_version_and_computed_again_for_another(clock: list[float]) -> None:
+def test_a_value_is_kept_for_its_version_and_computed_again_for_another() -> None:
     cache = VersionedCache()
     calls: list[int] = []
 
@@ -32,18 +22,6 @@ def test_a_value_is_kept_for_its_version_and_computed_again_for_another(clock: l
     assert cache.peek("best", 7) == "answer at 7" and cache.peek("best", 8) is None
     assert cache.get("best", 8, lambda: compute(8)) == "answer at 8"
     assert calls == [7, 8] and (cache.hits, cache.misses) == (2, 2)
-
-
-def test_history_entries_expire_after_max_age_and_finished_jobs_entries_do_not(clock: list[float]) -> None:
-    cache = VersionedCache()
-    cache.get("best", 1, lambda: "history")
-    cache.get("order", 1, lambda: "finished job", max_age=None)
-    clock[0] += MAX_AGE_S + 0.1
-    assert cache.peek("best", 1) is None, "a history answer is recomputed after MAX_AGE_S (deleted jobs)"
-    assert cache.peek("order", 1) == "finished job"
-    assert cache.get("short", 1, lambda: "a", max_age=1.0) == "a"
-    clock[0] += 1.5
-    assert cache.get("short", 1, lambda: "b", max_age=1.0) == "b"
 
 
 def test_concurrent_misses_of_one_key_compute_once() -> None:
@@ -68,41 +46,72 @@ def test_concurrent_misses_of_one_key_compute_once() -> None:
     assert calls == [1]
 
 
-def test_an_expired_value_of_the_same_version_is_answered_while_it_is_computed_again(clock: list[float]) -> None:
+def test_while_a_new_version_is_computed_others_get_the_answer_before_or_wait() -> None:
     cache = VersionedCache()
-    cache.get("best", 3, lambda: "old")
-    clock[0] += MAX_AGE_S + 1
-    assert cache.peek("best", 3) is None and cache.stale("best", 3) == "old"
-    assert cache.stale("best", 4) is None, "another version's value is never answered"
+    cache.get("best", 1, lambda: "old")
     release = threading.Event()
-    calls: list[int] = []
+    computing = threading.Event()
+    got: dict[str, str] = {}
 
     def recompute() -> str:
-        calls.append(1)
+        computing.set()
         release.wait(5)
         return "new"
 
-    cache.refresh("best", 3, recompute)
-    cache.refresh("best", 3, recompute)  # one refresh of a key at a time
-    assert cache.stale("best", 3) == "old"
+    def first() -> None:
+        got["computer"] = cache.get("best", 2, recompute, previous=True)
+
+    def patient() -> None:
+        got["patient"] = cache.get("best", 2, lambda: "computed twice")
+
+    worker = threading.Thread(target=first)
+    worker.start()
+    assert computing.wait(5)
+    # A poller is answered at once with the answer being replaced, and nothing is computed twice.
+    assert cache.get("best", 2, lambda: "computed twice", previous=True) == "old"
+    assert cache.previous_hits == 1
+    waiter = threading.Thread(target=patient)  # a caller that does not take the old answer waits
+    waiter.start()
+    time.sleep(0.05)
+    assert waiter.is_alive() and "patient" not in got
     release.set()
-    deadline = time.perf_counter() + 5
-    while cache.peek("best", 3) != "new":
-        assert time.perf_counter() < deadline
-        time.sleep(0.01)
-    assert calls == [1]
+    worker.join(5)
+    waiter.join(5)
+    assert got == {"computer": "new", "patient": "new"}
+    assert cache.get("best", 2, lambda: "computed twice", previous=True) == "new"
 
 
-def test_a_failed_refresh_keeps_the_old_value(clock: list[float]) -> None:
+def test_with_nothing_kept_before_a_caller_waits_for_the_computation() -> None:
     cache = VersionedCache()
-    cache.get("best", 3, lambda: "old")
+    release = threading.Event()
+    computing = threading.Event()
+
+    def slow() -> str:
+        computing.set()
+        release.wait(5)
+        return "first"
+
+    worker = threading.Thread(target=lambda: cache.get("best", 1, slow, previous=True))
+    worker.start()
+    assert computing.wait(5)
+    threading.Timer(0.05, release.set).start()
+    assert cache.get("best", 1, lambda: "computed twice", previous=True) == "first"
+    worker.join(5)
+    assert cache.previous_hits == 0
+
+
+def test_a_failed_computation_keeps_the_old_value_and_the_next_request_tries_again() -> None:
+    cache = VersionedCache()
+    cache.get("best", 1, lambda: "old")
 
     def broken() -> str:
         raise RuntimeError("database gone")
 
-    cache.refresh("best", 3, broken)
-    deadline = time.perf_counter() + 5
-    while "best" in cache._refreshing:  # waiting for the refresh thread
-        assert time.perf_counter() < deadline
-        time.sleep(0.01)
-    assert cache.stale("best", 3) == "old"
+    try:
+        cache.get("best", 2, broken, previous=True)
+    except RuntimeError:
+        pass
+    else:  # pragma: no cover - the failure must reach the request that computed
+        raise AssertionError("the failure was swallowed")
+    assert cache.peek("best", 1) == "old"
+    assert cache.get("best", 2, lambda: "new", previous=True) == "new"

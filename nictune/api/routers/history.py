@@ -84,18 +84,15 @@ def history_best(
     # testbeds and workloads are never removed).
     asked = ("best", testbed, workload, objective, tuple(constraint), top)
     version = data_version(dbe)
-    kept = cache.peek(asked, version)
-    if kept is None and (kept := cache.stale(asked, version)) is not None:
-        # The same data, an answer older than MAX_AGE_S (kept that long for deleted jobs):
-        # answer it and compute it again beside the requests.
-        goal = Goal.from_names([objective], list(constraint))
-        cache.refresh(asked, version, lambda: _best_content(dbe, cache, version, goal, testbed, workload, top))
-    if kept is not None:
-        return Response(kept, media_type="application/json")
-    _check_workload(dbe, workload)
-    goal = Goal.from_names([objective], list(constraint))  # 422 naming 'objective' or 'constraint'
-    _check_testbed(dbe, settings, testbed)
-    content = cache.get(asked, version, lambda: _best_content(dbe, cache, version, goal, testbed, workload, top))
+    content = cache.peek(asked, version)
+    if content is None:
+        _check_workload(dbe, workload)
+        goal = Goal.from_names([objective], list(constraint))  # 422 naming 'objective' or 'constraint'
+        _check_testbed(dbe, settings, testbed)
+        # New results (or a deleted job) moved the version: one request computes the answer,
+        # the ones that come meanwhile get the answer it replaces instead of waiting.
+        content = cache.get(asked, version, lambda: _best_content(dbe, cache, version, goal, testbed, workload, top),
+                            previous=True)
     return Response(content, media_type="application/json")
 
 

@@ -158,8 +158,7 @@ def job_trials(
             # Best first by a main metric, or by number, of a finished job: a range of an index
             # read in order from the landmark before the page (found once per job and order),
             # so a deep page steps over as few index entries as the first.
-            marks = cache.get(("trial-landmarks", job_id, sort), version, lambda: job_landmarks(s, job_id, sort),
-                              max_age=None)
+            marks = cache.get(("trial-landmarks", job_id, sort), version, lambda: job_landmarks(s, job_id, sort))
             stored = dict(landmark_page(s, job_id, sort, marks, limit, offset))
             ids, total = list(stored), marks.total
         elif finished:
@@ -168,7 +167,7 @@ def job_trials(
             # end time is the same: a deleted job's id is a 404 above, and a new job under a
             # reused id ends at another time.
             order = cache.get(("trial-order", job_id, sort, state, source), version,
-                              lambda: ordered_ids(s, filters, sort), max_age=None)
+                              lambda: ordered_ids(s, filters, sort))
             ids, total = order[offset:offset + limit].tolist(), len(order)
         else:
             # A running job's page: a range of an index read in order from its start (OFFSET) for
