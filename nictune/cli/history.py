@@ -314,14 +314,13 @@ def best_configurations(dbe: Any, testbed: str, workload: str, goal: Goal, top: 
     """The ``top`` configurations measured on ``testbed`` under ``workload``, ranked as
     ``GET /v1/history/best`` ranks them (:mod:`nictune.db.best`): by the mean over all their
     measurements and its interval, per testbed fingerprint."""
-    from nictune.db.best import configuration_means, noise_by_fingerprint, rank, ranked_rows
+    from nictune.db.best import complete, ranked_rows, ranking
 
     extra = sorted({c.metric for c in goal.constraints})
     policy = RacingPolicy(goal)
     with db.session_scope(dbe) as s:
         check_workload_name(workload, db.workload_names(s))  # a typo is an error, not an empty ranking
-        means = configuration_means(s, testbed, workload, extra)
-        chosen = rank(policy, means, noise_by_fingerprint(policy, means))[:top]
+        chosen = complete(s, ranking(s, policy, testbed, workload)[:top], testbed, workload, extra)
         return [{
             "config_hash": r.config.hash, "config": json.loads(r.config.canonical), "metrics": r.candidate.metrics,
             "value": goal.objective.value(r.candidate.metrics),

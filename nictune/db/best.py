@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func, null, select
 from sqlalchemy.orm import Session
 
 from nictune.db.models import (
@@ -46,8 +46,9 @@ class ConfigAggregate:
     workload: str = ""
 
 
-def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: Sequence[str] = ()
-                        ) -> list[ConfigAggregate]:
+def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: Sequence[str] = (), *,
+                        metrics: Sequence[str] = MAIN_METRICS, last: bool = True,
+                        configurations: Iterable[int] | None = None) -> list[ConfigAggregate]:
     """Mean metrics of every configuration measured on ``testbed`` under ``workload``.
 
     Measurements under different fingerprints of the same testbed name (another kernel,
@@ -55,33 +56,41 @@ def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: 
     metrics come from the per-configuration sums (:data:`~nictune.db.models.config_stats`,
     one row per configuration), ``extra_metrics`` from the measurements' JSON (a scan, only
     when asked for).
+
+    ``metrics``: only these main metrics (a ranking reads what it needs of every
+    configuration); ``last``: read the time of the newest measurement (else ``None``);
+    ``configurations``: only these configuration ids.
     """
     cs = config_stats.c
-    sums = [func.sum(cs[stat_column(m, suffix)]) for m in MAIN_METRICS for suffix in STAT_SUFFIXES]
+    names = [m for m in MAIN_METRICS if m in metrics]
+    sums = [func.sum(cs[stat_column(m, suffix)]) for m in names for suffix in STAT_SUFFIXES]
     stmt = (
         select(cs.testbed_id, cs.configuration_id, func.sum(cs.measurements), func.sum(cs.trials),
-               func.max(cs.last_measured_at), *sums)
+               func.max(cs.last_measured_at) if last else null(), *sums)
         .where(cs.testbed_id.in_(select(Testbed.id).where(Testbed.name == testbed)),
                cs.workload_id.in_(select(Workload.id).where(Workload.name == workload)))
         .group_by(cs.testbed_id, cs.configuration_id)
         .order_by(cs.testbed_id, cs.configuration_id)
     )
+    wanted = None if configurations is None else sorted(set(configurations))
+    if wanted is not None:
+        stmt = stmt.where(cs.configuration_id.in_(wanted))
     extras = [m for m in extra_metrics if m not in MAIN_METRICS]
     extra_means = _json_means(s, testbed, workload, extras) if extras else {}
     out = []
-    for testbed_id, config_id, n, trials, last, *rest in s.execute(stmt):
+    for testbed_id, config_id, n, trials, newest, *rest in s.connection().execute(stmt).all():
         if not n:
             continue
-        metrics: dict[str, float] = {}
+        means: dict[str, float] = {}
         mean_squares: dict[str, float] = {}
-        for i, name in enumerate(MAIN_METRICS):
+        for i, name in enumerate(names):
             count, total, sumsq, nsq = rest[4 * i:4 * i + 4]
             if count:
-                metrics[name] = float(total) / int(count)
+                means[name] = float(total) / int(count)
             if nsq:
                 mean_squares[name] = float(sumsq) / int(nsq)
-        metrics.update(extra_means.get((testbed_id, config_id), {}))
-        out.append(ConfigAggregate(testbed_id, config_id, int(n), int(trials), last, metrics, mean_squares,
+        means.update(extra_means.get((testbed_id, config_id), {}))
+        out.append(ConfigAggregate(testbed_id, config_id, int(n), int(trials), newest, means, mean_squares,
                                    workload))
     return out
 
@@ -145,6 +154,30 @@ def rank(policy: RacingPolicy, candidates: list[ConfigAggregate],
             scored.append((key, nz, candidate))
     scored.sort(key=lambda t: t[0], reverse=True)
     return [(nz, candidate) for _, nz, candidate in scored]
+
+
+def ranking(s: Session, policy: RacingPolicy, testbed: str, workload: str) -> list[tuple[Noise, ConfigAggregate]]:
+    """:func:`rank` of every configuration measured on ``testbed`` under ``workload``, read with
+    only the metrics the goal needs (and no times): what deciding the order takes. Its
+    candidates carry those metrics alone; :func:`complete` reads the rest for the ones shown."""
+    goal = policy.goal
+    needed = {goal.objective.metric, *([goal.objective.per] if goal.objective.per else []),
+              *(c.metric for c in goal.constraints)}
+    extra = sorted(m for m in needed if m not in MAIN_METRICS)
+    means = configuration_means(s, testbed, workload, extra, metrics=sorted(needed & set(MAIN_METRICS)), last=False)
+    return rank(policy, means, noise_by_fingerprint(policy, means))
+
+
+def complete(s: Session, chosen: Sequence[tuple[Noise, ConfigAggregate]], testbed: str, workload: str,
+             extra_metrics: Sequence[str] = ()) -> list[tuple[Noise, ConfigAggregate]]:
+    """``chosen`` (a prefix of :func:`ranking`) with every main metric, ``extra_metrics`` and the
+    time of its newest measurement, in the same order."""
+    if not chosen:
+        return []
+    full = configuration_means(s, testbed, workload, extra_metrics,
+                               configurations=[c.configuration_id for _, c in chosen])
+    by_key = {(c.testbed_id, c.configuration_id): c for c in full}
+    return [(nz, by_key[(c.testbed_id, c.configuration_id)]) for nz, c in chosen]
 
 
 @dataclass

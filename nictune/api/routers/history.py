@@ -22,7 +22,7 @@ from nictune.api.settings import ApiSettings
 from nictune.api.submission import submittable_testbeds
 from nictune.api.views import clean_metrics, clean_score, config_dict, finite, sim_note, trial_page, trial_view
 from nictune.db import session_scope, workload_names
-from nictune.db.best import ConfigAggregate, configuration_means, noise_by_fingerprint, rank, ranked_rows
+from nictune.db.best import complete, ranked_rows, ranking
 from nictune.errors import UnknownNameError
 from nictune.measure.benchmarks.workloads import WORKLOADS, check_workload_name
 from nictune.optimizer import OBJECTIVES, Goal
@@ -100,23 +100,20 @@ def _best_content(dbe: DbEngine, cache: VersionedCache, version: int, goal: Goal
                   top: int) -> bytes:
     """The JSON of ``GET /v1/history/best`` at ``version`` (read at that version: newer data is
     seen at the next one)."""
-    extra = sorted({c.metric for c in goal.constraints})
     with session_scope(dbe) as s:
-        means = cache.get(("means", testbed, workload, tuple(extra)), version,
-                          lambda: configuration_means(s, testbed, workload, extra))
-        return _best_body(s, cache, version, means, goal, testbed, workload, goal.objective.name, top)
+        return _best_body(s, cache, version, goal, testbed, workload, goal.objective.name, top)
 
 
-def _best_body(s: Session, cache: VersionedCache, version: int, means: list[ConfigAggregate], goal: Goal,
-               testbed: str, workload: str, objective: str, top: int) -> bytes:
-    """The JSON of ``GET /v1/history/best`` for the data at ``version``."""
+def _best_body(s: Session, cache: VersionedCache, version: int, goal: Goal, testbed: str, workload: str,
+               objective: str, top: int) -> bytes:
+    """The JSON of ``GET /v1/history/best`` for the data at ``version``: the ranking (kept for
+    the version, whatever ``top`` a question asks), then every figure of the ``top`` first."""
     policy = RacingPolicy(goal)
     constraints = tuple(map(str, goal.constraints))
-    noise = cache.get(("noise", testbed, workload, objective, constraints), version,
-                      lambda: noise_by_fingerprint(policy, means))
     ranked = cache.get(("ranked", testbed, workload, objective, constraints), version,
-                       lambda: rank(policy, means, noise))
-    chosen = ranked[:top]
+                       lambda: ranking(s, policy, testbed, workload))
+    extra = sorted({c.metric for c in goal.constraints})
+    chosen = complete(s, ranked[:top], testbed, workload, extra)
     beds = hq.testbeds(s, [c.testbed_id for _, c in chosen])
     simulated = any(b.kind == "sim" for b in beds.values()) or testbed.startswith("sim:")
     items = []
