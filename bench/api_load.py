@@ -72,6 +72,7 @@ from nictune import db  # noqa: E402
 from nictune.db import stats as db_stats  # noqa: E402
 from nictune.db.auth import create_token  # noqa: E402
 from nictune.db.landmarks import store_landmarks  # noqa: E402
+from nictune.measure import Sample  # noqa: E402
 from nictune.measure.benchmarks.workloads import get_workload  # noqa: E402
 from nictune.measure.testbeds import SimTestbed, open_testbed  # noqa: E402
 from nictune.optimizer import Goal  # noqa: E402
@@ -245,21 +246,11 @@ def add_result(url: str) -> None:
                                 constraints=[], engine="ga", engine_params={}, budget=1, repeats=1, seed=0)
             trial = db.start_trial(s, job, 0, template.configuration)
             now = datetime.now(UTC)
-            run = Run(metrics=dict(template.measurements[0].metrics), counters={}, started_at=now, finished_at=now)
+            run = Sample(metrics=dict(template.measurements[0].metrics), started_at=now, finished_at=now)
             db.complete_trial(s, trial, [run], "measured", dict(template.summary or {}))
             db.set_job_state(s, job, "completed")
     finally:
         engine.dispose()
-
-
-@dataclass(frozen=True)
-class Run:
-    """One repeat, as :func:`nictune.db.complete_trial` takes it."""
-
-    metrics: dict[str, float]
-    counters: dict[str, Any]
-    started_at: datetime
-    finished_at: datetime
 
 
 def warm(url: str) -> tuple[float, float]:

@@ -95,10 +95,12 @@ class VersionedCache:
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
             before = self._entries.get(key) if previous else None
-        if not key_lock.acquire(blocking=before is None):
+        if before is None:
+            key_lock.acquire()
+        elif not key_lock.acquire(blocking=False):  # another request computes it: the answer before
             with self._lock:
                 self.previous_hits += 1
-            return before.value  # type: ignore[union-attr]  # acquire only fails when before is set
+            return before.value
         try:
             entry = self._fresh(key, version)  # computed by another request meanwhile
             if entry is not None:

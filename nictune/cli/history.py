@@ -316,11 +316,10 @@ def best_configurations(dbe: Any, testbed: str, workload: str, goal: Goal, top: 
     measurements and its interval, per testbed fingerprint."""
     from nictune.db.best import complete, ranked_rows, ranking
 
-    extra = sorted({c.metric for c in goal.constraints})
     policy = RacingPolicy(goal)
     with db.session_scope(dbe) as s:
         check_workload_name(workload, db.workload_names(s))  # a typo is an error, not an empty ranking
-        chosen = complete(s, ranking(s, policy, testbed, workload)[:top], testbed, workload, extra)
+        chosen = complete(s, policy, ranking(s, policy, testbed, workload)[:top], testbed, workload)
         return [{
             "config_hash": r.config.hash, "config": json.loads(r.config.canonical), "metrics": r.candidate.metrics,
             "value": goal.objective.value(r.candidate.metrics),

@@ -72,9 +72,8 @@ def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: 
         .group_by(cs.testbed_id, cs.configuration_id)
         .order_by(cs.testbed_id, cs.configuration_id)
     )
-    wanted = None if configurations is None else sorted(set(configurations))
-    if wanted is not None:
-        stmt = stmt.where(cs.configuration_id.in_(wanted))
+    if configurations is not None:
+        stmt = stmt.where(cs.configuration_id.in_(sorted(set(configurations))))
     extras = [m for m in extra_metrics if m not in MAIN_METRICS]
     extra_means = _json_means(s, testbed, workload, extras) if extras else {}
     out = []
@@ -168,14 +167,14 @@ def ranking(s: Session, policy: RacingPolicy, testbed: str, workload: str) -> li
     return rank(policy, means, noise_by_fingerprint(policy, means))
 
 
-def complete(s: Session, chosen: Sequence[tuple[Noise, ConfigAggregate]], testbed: str, workload: str,
-             extra_metrics: Sequence[str] = ()) -> list[tuple[Noise, ConfigAggregate]]:
-    """``chosen`` (a prefix of :func:`ranking`) with every main metric, ``extra_metrics`` and the
-    time of its newest measurement, in the same order."""
+def complete(s: Session, policy: RacingPolicy, chosen: Sequence[tuple[Noise, ConfigAggregate]], testbed: str,
+             workload: str) -> list[tuple[Noise, ConfigAggregate]]:
+    """``chosen`` (a prefix of :func:`ranking` under ``policy``) with every main metric, the
+    metrics its constraints name and the time of its newest measurement, in the same order."""
     if not chosen:
         return []
-    full = configuration_means(s, testbed, workload, extra_metrics,
-                               configurations=[c.configuration_id for _, c in chosen])
+    extra = sorted({c.metric for c in policy.goal.constraints})
+    full = configuration_means(s, testbed, workload, extra, configurations=[c.configuration_id for _, c in chosen])
     by_key = {(c.testbed_id, c.configuration_id): c for c in full}
     return [(nz, by_key[(c.testbed_id, c.configuration_id)]) for nz, c in chosen]
 

@@ -51,12 +51,11 @@ def test_the_narrow_ranking_completed_is_the_full_ranking(engine: Engine, object
     _history(engine)
     goal = Goal.from_names(objectives, constraints)
     policy = RacingPolicy(goal)
-    extra = sorted({c.metric for c in goal.constraints})
     with session_scope(engine) as s:
-        full = configuration_means(s, "bed-a", "tcp-1", extra)
+        full = configuration_means(s, "bed-a", "tcp-1", sorted({c.metric for c in goal.constraints}))
         expected = rank(policy, full, noise_by_fingerprint(policy, full))
         narrow = ranking(s, policy, "bed-a", "tcp-1")
-        shown = complete(s, narrow[:7], "bed-a", "tcp-1", extra)
+        shown = complete(s, policy, narrow[:7], "bed-a", "tcp-1")
     assert len(expected) > 40  # configurations measured on both fingerprints count once for each
     key = [(c.testbed_id, c.configuration_id) for _, c in expected]
     assert [(c.testbed_id, c.configuration_id) for _, c in narrow] == key

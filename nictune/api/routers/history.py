@@ -6,7 +6,6 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.engine import Engine as DbEngine
-from sqlalchemy.orm import Session
 
 from nictune.api.auth import ReadToken
 from nictune.api.cache import VersionedCache, data_version
@@ -99,36 +98,29 @@ def history_best(
 def _best_content(dbe: DbEngine, cache: VersionedCache, version: int, goal: Goal, testbed: str, workload: str,
                   top: int) -> bytes:
     """The JSON of ``GET /v1/history/best`` at ``version`` (read at that version: newer data is
-    seen at the next one)."""
-    with session_scope(dbe) as s:
-        return _best_body(s, cache, version, goal, testbed, workload, goal.objective.name, top)
-
-
-def _best_body(s: Session, cache: VersionedCache, version: int, goal: Goal, testbed: str, workload: str,
-               objective: str, top: int) -> bytes:
-    """The JSON of ``GET /v1/history/best`` for the data at ``version``: the ranking (kept for
-    the version, whatever ``top`` a question asks), then every figure of the ``top`` first."""
+    seen at the next one): the ranking (kept for the version, whatever ``top`` a question asks),
+    then every figure of the ``top`` first."""
     policy = RacingPolicy(goal)
     constraints = tuple(map(str, goal.constraints))
-    ranked = cache.get(("ranked", testbed, workload, objective, constraints), version,
-                       lambda: ranking(s, policy, testbed, workload))
-    extra = sorted({c.metric for c in goal.constraints})
-    chosen = complete(s, ranked[:top], testbed, workload, extra)
-    beds = hq.testbeds(s, [c.testbed_id for _, c in chosen])
-    simulated = any(b.kind == "sim" for b in beds.values()) or testbed.startswith("sim:")
-    items = []
-    for position, r in enumerate(ranked_rows(s, policy, chosen), start=1):
-        cand, iv = r.candidate, r.interval
-        items.append(BestConfiguration(
-            rank=position, config_hash=r.config.hash, config=config_dict(r.config),
-            objective_value=finite(goal.objective.value(cand.metrics)),
-            interval=ObjectiveInterval(mean=finite(iv.mean), low=finite(iv.low), high=finite(iv.high), n=iv.n,
-                                       confidence=iv.confidence, noise_cv=r.noise.cv),
-            feasible=r.score.feasible, score=clean_score(r.score) or {}, metrics=clean_metrics(cand.metrics),
-            measurements=cand.measurements, trials=cand.trials, jobs=r.jobs,
-            last_measured_at=cand.last_measured_at, fingerprint=dict(beds[cand.testbed_id].fingerprint)))
+    with session_scope(dbe) as s:
+        ranked = cache.get(("ranked", testbed, workload, goal.objective.name, constraints), version,
+                           lambda: ranking(s, policy, testbed, workload))
+        chosen = complete(s, policy, ranked[:top], testbed, workload)
+        beds = hq.testbeds(s, [c.testbed_id for _, c in chosen])
+        simulated = any(b.kind == "sim" for b in beds.values()) or testbed.startswith("sim:")
+        items = []
+        for position, r in enumerate(ranked_rows(s, policy, chosen), start=1):
+            cand, iv = r.candidate, r.interval
+            items.append(BestConfiguration(
+                rank=position, config_hash=r.config.hash, config=config_dict(r.config),
+                objective_value=finite(goal.objective.value(cand.metrics)),
+                interval=ObjectiveInterval(mean=finite(iv.mean), low=finite(iv.low), high=finite(iv.high), n=iv.n,
+                                           confidence=iv.confidence, noise_cv=r.noise.cv),
+                feasible=r.score.feasible, score=clean_score(r.score) or {}, metrics=clean_metrics(cand.metrics),
+                measurements=cand.measurements, trials=cand.trials, jobs=r.jobs,
+                last_measured_at=cand.last_measured_at, fingerprint=dict(beds[cand.testbed_id].fingerprint)))
     return BestOut(
-        testbed=testbed, workload=workload, objective=objective, direction=goal.objective.direction,
+        testbed=testbed, workload=workload, objective=goal.objective.name, direction=goal.objective.direction,
         unit=goal.objective.unit, constraints=[str(c) for c in goal.constraints], simulated=simulated,
         note=sim_note(simulated), items=items).model_dump_json().encode()
 
