@@ -312,14 +312,14 @@ def best(
 
 def best_configurations(dbe: Any, testbed: str, workload: str, goal: Goal, top: int) -> list[dict[str, Any]]:
     """The ``top`` configurations measured on ``testbed`` under ``workload``, ranked as
-    ``GET /v1/history/best`` ranks them (:mod:`nictune.db.best`): by the mean over all their
+    ``GET /v1/history/best`` ranks them (:mod:`nictune.jobs.best`): by the mean over all their
     measurements and its interval, per testbed fingerprint."""
-    from nictune.db.best import complete, ranked_rows, ranking
+    from nictune.jobs.best import complete, ranked_rows, ranking
 
     policy = RacingPolicy(goal)
     with db.session_scope(dbe) as s:
         check_workload_name(workload, db.workload_names(s))  # a typo is an error, not an empty ranking
-        chosen = complete(s, policy, ranking(s, policy, testbed, workload)[:top], testbed, workload)
+        chosen = complete(s, policy, ranking(s, policy, testbed, workload, top), testbed, workload)
         return [{
             "config_hash": r.config.hash, "config": json.loads(r.config.canonical), "metrics": r.candidate.metrics,
             "value": goal.objective.value(r.candidate.metrics),

@@ -1,16 +1,19 @@
-"""The history's best configurations across jobs, shared by ``GET /v1/history/best`` and the
-CLI's ``nictune history best``: each configuration's mean metrics per testbed fingerprint
-(from the per-configuration sums, one row each), the noise pooled per fingerprint, and the ranking a job uses for its
-recommendation (:meth:`RacingPolicy.aggregate_key`)."""
+"""What the history's best configurations across jobs are read from (``GET /v1/history/best``,
+``nictune history best``): each configuration's mean metrics per testbed fingerprint, from the
+per-configuration sums (:data:`~nictune.db.models.config_stats`, one row each); the noise
+pooled per fingerprint and the order by the objective's lower confidence bound, computed in
+SQL (``ORDER BY ... LIMIT``) from numbers the caller gives. The rule itself (a job's
+recommendation rule, :meth:`RacingPolicy.aggregate_key`) is the optimizer's, and is applied
+above this package, where both are visible (:mod:`nictune.jobs.best`)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, null, select
+from sqlalchemy import ColumnElement, Float, and_, case, cast, func, literal, null, select, true
 from sqlalchemy.orm import Session
 
 from nictune.db.models import (
@@ -25,9 +28,6 @@ from nictune.db.models import (
     config_stats,
     stat_column,
 )
-from nictune.errors import NictuneError
-from nictune.optimizer.objectives import Score
-from nictune.optimizer.racing import OBJECTIVE, Interval, Noise, RacingPolicy
 
 
 @dataclass
@@ -44,6 +44,13 @@ class ConfigAggregate:
     squares: dict[str, float] = field(default_factory=dict)
     #: The workload's name.
     workload: str = ""
+
+
+def _context(testbed: str, workload: str) -> ColumnElement[bool]:
+    """The :data:`config_stats` rows of one testbed name (every fingerprint) and workload."""
+    cs = config_stats.c
+    return and_(cs.testbed_id.in_(select(Testbed.id).where(Testbed.name == testbed)),
+                cs.workload_id.in_(select(Workload.id).where(Workload.name == workload)))
 
 
 def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: Sequence[str] = (), *,
@@ -67,8 +74,7 @@ def configuration_means(s: Session, testbed: str, workload: str, extra_metrics: 
     stmt = (
         select(cs.testbed_id, cs.configuration_id, func.sum(cs.measurements), func.sum(cs.trials),
                func.max(cs.last_measured_at) if last else null(), *sums)
-        .where(cs.testbed_id.in_(select(Testbed.id).where(Testbed.name == testbed)),
-               cs.workload_id.in_(select(Workload.id).where(Workload.name == workload)))
+        .where(_context(testbed, workload))
         .group_by(cs.testbed_id, cs.configuration_id)
         .order_by(cs.testbed_id, cs.configuration_id)
     )
@@ -136,95 +142,117 @@ def configurations(s: Session, ids: Iterable[int]) -> dict[int, Configuration]:
     return {c.id: c for c in s.scalars(select(Configuration).where(Configuration.id.in_(wanted)))}
 
 
-def rank(policy: RacingPolicy, candidates: list[ConfigAggregate],
-         noise: Mapping[int, Noise]) -> list[tuple[Noise, ConfigAggregate]]:
-    """Candidates best first (:meth:`RacingPolicy.aggregate_key`: feasible on their means
-    first, by the objective's lower confidence bound), each with its fingerprint's noise;
-    those missing a metric the goal needs are left out."""
-    prior = policy.stats.noise({})[OBJECTIVE]
-    scored = []
-    for candidate in candidates:
-        nz = noise.get(candidate.testbed_id, prior)
-        try:
-            key = policy.aggregate_key(candidate.metrics, candidate.measurements, {OBJECTIVE: nz})
-        except (NictuneError, ValueError):
-            continue
-        if not any(math.isnan(k) for k in key):
-            scored.append((key, nz, candidate))
-    scored.sort(key=lambda t: t[0], reverse=True)
-    return [(nz, candidate) for _, nz, candidate in scored]
 
 
-def ranking(s: Session, policy: RacingPolicy, testbed: str, workload: str) -> list[tuple[Noise, ConfigAggregate]]:
-    """:func:`rank` of every configuration measured on ``testbed`` under ``workload``, read with
-    only the metrics the goal needs (and no times): what deciding the order takes. Its
-    candidates carry those metrics alone; :func:`complete` reads the rest for the ones shown."""
-    goal = policy.goal
-    needed = {goal.objective.metric, *([goal.objective.per] if goal.objective.per else []),
-              *(c.metric for c in goal.constraints)}
-    extra = sorted(m for m in needed if m not in MAIN_METRICS)
-    means = configuration_means(s, testbed, workload, extra, metrics=sorted(needed & set(MAIN_METRICS)), last=False)
-    return rank(policy, means, noise_by_fingerprint(policy, means))
+#: The magnitudes of a mean that count in the pooled noise: its square neither underflows nor
+#: overflows a double (PostgreSQL raises an error on either). A configuration whose objective
+#: mean is outside them (a loss of 1e-200 %) is left out of the noise, in SQL and in Python.
+NOISE_MEANS = (1e-150, 1e150)
 
 
-def complete(s: Session, policy: RacingPolicy, chosen: Sequence[tuple[Noise, ConfigAggregate]], testbed: str,
-             workload: str) -> list[tuple[Noise, ConfigAggregate]]:
-    """``chosen`` (a prefix of :func:`ranking` under ``policy``) with every main metric, the
-    metrics its constraints name and the time of its newest measurement, in the same order."""
-    if not chosen:
-        return []
-    extra = sorted({c.metric for c in policy.goal.constraints})
-    full = configuration_means(s, testbed, workload, extra, configurations=[c.configuration_id for _, c in chosen])
-    by_key = {(c.testbed_id, c.configuration_id): c for c in full}
-    return [(nz, by_key[(c.testbed_id, c.configuration_id)]) for nz, c in chosen]
+def pooled_relative_variance(s: Session, testbed: str, workload: str, metric: str) -> dict[int, tuple[float, int]]:
+    """Per testbed fingerprint (id): the sum over its configurations measured more than once of
+    the relative variance of ``metric`` (a main metric) times its degrees of freedom, and the
+    sum of those degrees of freedom, computed in SQL from the per-configuration sums.
+
+    Each configuration's variance is its mean square less its squared mean, times n / (n - 1);
+    one whose mean is outside :data:`NOISE_MEANS` or has no square counted is left out."""
+    cs = config_stats.c
+    per = (select(cs.testbed_id, func.sum(cs.measurements).label("n"),
+                  func.sum(cs[stat_column(metric, "n")]).label("count"),
+                  func.sum(cs[stat_column(metric, "sum")]).label("total"),
+                  func.sum(cs[stat_column(metric, "sumsq")]).label("sumsq"),
+                  func.sum(cs[stat_column(metric, "nsq")]).label("nsq"))
+           .where(_context(testbed, workload))
+           .group_by(cs.testbed_id, cs.configuration_id)
+           .subquery())
+    n = per.c.n
+    mean = _mean(per.c.total, per.c.count)
+    square = cast(per.c.sumsq, Float) / func.nullif(per.c.nsq, 0)
+    excess = square - mean * mean
+    var = case((excess > 0, excess), else_=literal(0.0, Float)) * n / (n - 1)
+    low, high = NOISE_MEANS
+    stmt = (select(per.c.testbed_id, func.sum(var / (mean * mean) * (n - 1)), func.sum(n - 1))
+            .where(n >= 2, per.c.nsq > 0, func.abs(mean) >= low, func.abs(mean) <= high)
+            .group_by(per.c.testbed_id))
+    return {int(testbed_id): (float(weighted), int(dof)) for testbed_id, weighted, dof in s.execute(stmt)}
 
 
-@dataclass
-class RankedConfiguration:
-    """One configuration of the ranking as both front ends show it."""
-
-    candidate: ConfigAggregate
-    noise: Noise
-    config: Configuration
-    score: Score
-    #: The objective's mean and interval, in the objective's own sign.
-    interval: Interval
-    jobs: list[int]
+def _mean(total: ColumnElement[Any], count: ColumnElement[Any]) -> ColumnElement[Any]:
+    # As Python computes it: float(total) / int(count); NULL for no values (no division error).
+    return cast(total, Float) / func.nullif(count, 0)
 
 
-def ranked_rows(s: Session, policy: RacingPolicy, chosen: Sequence[tuple[Noise, ConfigAggregate]]
-                ) -> list[RankedConfiguration]:
-    """What ``GET /v1/history/best`` and ``nictune history best`` show of ``chosen`` (a
-    prefix of :func:`rank`): each configuration, its score, interval and jobs."""
-    pairs = [(c.testbed_id, c.configuration_id) for _, c in chosen]
-    configs = configurations(s, [c for _, c in pairs])
-    jobs = jobs_of(s, pairs, chosen[0][1].workload) if chosen else {}  # one ranking, one workload
-    rows = []
-    for nz, cand in chosen:
-        score = policy.goal.score(cand.metrics)
-        rows.append(RankedConfiguration(
-            candidate=cand, noise=nz, config=configs[cand.configuration_id], score=score,
-            interval=policy.stats.shown(policy.stats.mean_interval(score.value, cand.measurements, nz)),
-            jobs=jobs.get((cand.testbed_id, cand.configuration_id), [])))
-    return rows
+@dataclass(frozen=True)
+class Bound:
+    """A bound on a main metric's mean: a goal's constraint in the database's terms."""
+
+    metric: str
+    op: str
+    threshold: float
 
 
-def noise_by_fingerprint(policy: RacingPolicy, candidates: list[ConfigAggregate]) -> dict[int, Noise]:
-    """The pooled relative noise of the objective on each testbed fingerprint (id), from the
-    variance of its configurations measured more than once (the prior alone for an
-    objective that is not one of the main metrics' columns, e.g. CPU per Gbit/s)."""
-    objective = policy.goal.objective
-    if objective.per is not None or objective.metric not in MAIN_METRICS:
-        return {}
-    column = objective.metric
-    weighted: dict[int, float] = {}
-    dofs: dict[int, int] = {}
-    for c in candidates:
-        mean, square = c.metrics.get(column), c.squares.get(column)
-        if c.measurements < 2 or mean is None or square is None or not 0 < mean * mean < math.inf:
-            continue
-        n = c.measurements
-        var = max(0.0, square - mean * mean) * n / (n - 1)
-        weighted[c.testbed_id] = weighted.get(c.testbed_id, 0.0) + var / (mean * mean) * (n - 1)
-        dofs[c.testbed_id] = dofs.get(c.testbed_id, 0) + n - 1
-    return {testbed_id: policy.stats.pooled_noise(weighted[testbed_id], dofs[testbed_id]) for testbed_id in weighted}
+@dataclass(frozen=True)
+class LowerBoundOrder:
+    """How :func:`ranked_means` orders configurations, in plain numbers.
+
+    ``v`` is the mean of ``metric`` times ``sign`` (bigger is better), ``n`` the configuration's
+    measurements. Those whose means meet every bound come first, by ``v - h * |v| / sqrt(n)``
+    (``h``: its fingerprint's ``half_widths`` entry, else ``default_half_width``), then by ``v``;
+    the others after them by their summed violation, smallest first (a bound's violation is the
+    mean's excess over ``|threshold|``, or over 1 for a threshold of 0, and at least
+    ``min_violation``), then by ``v``. Ties go by testbed id, then configuration id.
+    """
+
+    metric: str
+    sign: float
+    bounds: tuple[Bound, ...] = ()
+    half_widths: Mapping[int, float] = field(default_factory=dict)
+    default_half_width: float = 0.0
+    min_violation: float = 0.0
+
+
+def ranked_means(s: Session, testbed: str, workload: str, order: LowerBoundOrder, limit: int
+                 ) -> list[ConfigAggregate]:
+    """The first ``limit`` configurations measured on ``testbed`` under ``workload`` in
+    ``order``, sorted by the database (``ORDER BY ... LIMIT``), each with the means of the
+    metrics the order reads (and no times). A configuration without a figure of one of them is
+    left out."""
+    cs = config_stats.c
+    names = list(dict.fromkeys([order.metric, *(b.metric for b in order.bounds)]))
+    sums = [func.sum(cs[stat_column(m, suffix)]).label(f"{m}_{suffix}") for m in names for suffix in ("n", "sum")]
+    per = (select(cs.testbed_id, cs.configuration_id, func.sum(cs.measurements).label("n"),
+                  func.sum(cs.trials).label("trials"), *sums)
+           .where(_context(testbed, workload))
+           .group_by(cs.testbed_id, cs.configuration_id)
+           .subquery())
+    means = {m: _mean(per.c[f"{m}_sum"], per.c[f"{m}_n"]) for m in names}
+    v = means[order.metric] if order.sign > 0 else -means[order.metric]
+    satisfied = [_satisfied(means[b.metric], b) for b in order.bounds]
+    feasible = and_(*satisfied) if satisfied else true()
+    violation: ColumnElement[float] = literal(0.0, Float)
+    for i, (bound, ok) in enumerate(zip(order.bounds, satisfied, strict=True)):
+        excess = (means[bound.metric] - bound.threshold if bound.op in ("<=", "<")
+                  else bound.threshold - means[bound.metric]) / (abs(bound.threshold) or 1.0)
+        term = case((ok, literal(0.0, Float)), (excess > order.min_violation, excess),
+                    else_=literal(order.min_violation, Float))
+        violation = term if i == 0 else violation + term
+    half = (case(dict(order.half_widths), value=per.c.testbed_id, else_=literal(order.default_half_width, Float))
+            if order.half_widths else literal(order.default_half_width, Float))
+    lower = v - half * func.abs(v) / func.sqrt(cast(per.c.n, Float))
+    stmt = (select(per.c.testbed_id, per.c.configuration_id, per.c.n, per.c.trials,
+                   *(per.c[f"{m}_{suffix}"] for m in names for suffix in ("n", "sum")))
+            .where(per.c.n > 0, *(per.c[f"{m}_n"] > 0 for m in names))
+            .order_by(case((feasible, 1), else_=0).desc(), case((feasible, lower), else_=-violation).desc(),
+                      v.desc(), per.c.testbed_id, per.c.configuration_id)
+            .limit(limit))
+    out = []
+    for testbed_id, config_id, n, trials, *rest in s.execute(stmt):
+        metrics = {m: float(rest[2 * i + 1]) / int(rest[2 * i]) for i, m in enumerate(names)}
+        out.append(ConfigAggregate(testbed_id, config_id, int(n), int(trials), None, metrics, {}, workload))
+    return out
+
+
+def _satisfied(mean: ColumnElement[float], bound: Bound) -> ColumnElement[bool]:
+    t = literal(bound.threshold, Float)
+    return {"<=": mean <= t, ">=": mean >= t, "<": mean < t, ">": mean > t}[bound.op]

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
+import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -107,6 +109,10 @@ def _on_sqlite_connect(dbapi_connection: Any, connection_record: Any) -> None:
         # FULL also survives power loss, not only a killed process; commits are rare.
         cursor.execute("PRAGMA synchronous = FULL")
         cursor.execute("PRAGMA foreign_keys = ON")
+        try:  # the history's ranking sorts by sqrt(n): a library built without math functions
+            cursor.execute("SELECT sqrt(1)")
+        except sqlite3.OperationalError:
+            dbapi_connection.create_function("sqrt", 1, math.sqrt, deterministic=True)
     finally:
         cursor.close()
 

@@ -21,7 +21,7 @@ from nictune.metrics import METRICS
 Direction = Literal["maximize", "minimize"]
 
 #: Violations of a broken strict constraint (``x < 5`` with ``x == 5``) are at least this.
-_MIN_VIOLATION = 1e-9
+MIN_VIOLATION = 1e-9
 
 
 @functools.total_ordering
@@ -246,7 +246,7 @@ class MetricConstraint:
             return math.inf
         excess = x - self.threshold if self.op in ("<=", "<") else self.threshold - x
         scale = abs(self.threshold) or 1.0
-        return max(excess / scale, _MIN_VIOLATION)
+        return max(excess / scale, MIN_VIOLATION)
 
 
 @dataclass

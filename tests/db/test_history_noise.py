@@ -6,7 +6,8 @@ from __future__ import annotations
 from sqlalchemy import Engine
 
 from nictune.db import complete_trial, session_scope, start_trial
-from nictune.db.best import configuration_means, noise_by_fingerprint, rank
+from nictune.db.best import configuration_means
+from nictune.jobs.best import noise_by_fingerprint, rank
 from nictune.optimizer import Goal
 from nictune.optimizer.racing import RacingPolicy
 

@@ -1,5 +1,5 @@
 """Queries behind the history endpoints: testbeds and measurements (the best configurations
-across jobs: :mod:`nictune.db.best`)."""
+across jobs: :mod:`nictune.jobs.best`)."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ from nictune.api.settings import ApiSettings
 from nictune.api.submission import submittable_testbeds
 from nictune.api.views import clean_metrics, clean_score, config_dict, finite, sim_note, trial_page, trial_view
 from nictune.db import session_scope, workload_names
-from nictune.db.best import complete, ranked_rows, ranking
 from nictune.errors import UnknownNameError
+from nictune.jobs.best import complete, ranked_rows, ranking
 from nictune.measure.benchmarks.workloads import WORKLOADS, check_workload_name
 from nictune.optimizer import OBJECTIVES, Goal
 from nictune.optimizer.racing import RacingPolicy
@@ -31,6 +31,9 @@ router = APIRouter(prefix="/v1/history", tags=["history"])
 
 Db = Annotated[DbEngine, Depends(get_db)]
 Settings = Annotated[ApiSettings, Depends(get_settings)]
+
+#: The most configurations /v1/history/best shows.
+MAX_TOP = 100
 
 #: Query parameters of /v1/history/trials that are not knob filters.
 TRIAL_PARAMS = frozenset({"testbed", "workload", "job_id", "since", "until", "state", "sort", "limit", "offset"})
@@ -65,7 +68,7 @@ def history_best(
                                     json_schema_extra=enum_of(OBJECTIVES))] = "throughput",
     constraint: Annotated[list[Annotated[str, Query(max_length=200)]], Query(
         max_length=20, description="Bounds the mean metrics must meet, e.g. loss_pct<=0.1 (repeatable).")] = [],  # noqa: B006
-    top: Annotated[int, Query(ge=1, le=100, description="How many configurations.")] = 10,
+    top: Annotated[int, Query(ge=1, le=MAX_TOP, description="How many configurations.")] = 10,
 ) -> Response:
     """The best configurations ever measured on a testbed under a workload, across every job.
 
@@ -98,13 +101,13 @@ def history_best(
 def _best_content(dbe: DbEngine, cache: VersionedCache, version: int, goal: Goal, testbed: str, workload: str,
                   top: int) -> bytes:
     """The JSON of ``GET /v1/history/best`` at ``version`` (read at that version: newer data is
-    seen at the next one): the ranking (kept for the version, whatever ``top`` a question asks),
-    then every figure of the ``top`` first."""
+    seen at the next one): the ranking's first :data:`MAX_TOP` (kept for the version, whatever
+    ``top`` a question asks), then every figure of the ``top`` first."""
     policy = RacingPolicy(goal)
     constraints = tuple(map(str, goal.constraints))
     with session_scope(dbe) as s:
         ranked = cache.get(("ranked", testbed, workload, goal.objective.name, constraints), version,
-                           lambda: ranking(s, policy, testbed, workload))
+                           lambda: ranking(s, policy, testbed, workload, MAX_TOP))
         chosen = complete(s, policy, ranked[:top], testbed, workload)
         beds = hq.testbeds(s, [c.testbed_id for _, c in chosen])
         simulated = any(b.kind == "sim" for b in beds.values()) or testbed.startswith("sim:")
