@@ -168,9 +168,9 @@ def pooled_relative_variance(s: Session, testbed: str, workload: str, metric: st
            .subquery())
     n = per.c.n
     mean = _mean(per.c.total, per.c.count)
-    square = cast(per.c.sumsq, Float) / func.nullif(per.c.nsq, 0)
+    square = _mean(per.c.sumsq, per.c.nsq)
     excess = square - mean * mean
-    var = case((excess > 0, excess), else_=literal(0.0, Float)) * n / (n - 1)
+    var = case((excess > 0, excess), else_=literal(0.0, Float)) * n / cast(n - 1, Float)
     low, high = NOISE_MEANS
     stmt = (select(per.c.testbed_id, func.sum(var / (mean * mean) * (n - 1)), func.sum(n - 1))
             .where(n >= 2, per.c.nsq > 0, func.abs(mean) >= low, func.abs(mean) <= high)
@@ -180,7 +180,8 @@ def pooled_relative_variance(s: Session, testbed: str, workload: str, metric: st
 
 def _mean(total: ColumnElement[Any], count: ColumnElement[Any]) -> ColumnElement[Any]:
     # As Python computes it: float(total) / int(count); NULL for no values (no division error).
-    return cast(total, Float) / func.nullif(count, 0)
+    # Both sides typed Float: SQLAlchemy would cast an integer divisor to NUMERIC.
+    return cast(total, Float) / cast(func.nullif(count, 0), Float)
 
 
 @dataclass(frozen=True)
@@ -239,7 +240,7 @@ def ranked_means(s: Session, testbed: str, workload: str, order: LowerBoundOrder
         violation = term if i == 0 else violation + term
     half = (case(dict(order.half_widths), value=per.c.testbed_id, else_=literal(order.default_half_width, Float))
             if order.half_widths else literal(order.default_half_width, Float))
-    lower = v - half * func.abs(v) / func.sqrt(cast(per.c.n, Float))
+    lower = v - half * func.abs(v) / func.sqrt(cast(per.c.n, Float), type_=Float)
     stmt = (select(per.c.testbed_id, per.c.configuration_id, per.c.n, per.c.trials,
                    *(per.c[f"{m}_{suffix}"] for m in names for suffix in ("n", "sum")))
             .where(per.c.n > 0, *(per.c[f"{m}_n"] > 0 for m in names))
