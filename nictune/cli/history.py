@@ -281,9 +281,9 @@ def _number_ranges(numbers: list[int]) -> str:
 def best(
     ctx: typer.Context,
     testbed: str = typer.Option(..., "--testbed", "-t", help="Testbed name."),
-    workload: str = typer.Option(..., "--workload", "-w",
+    workload: str = typer.Option("tcp", "--workload", "-w",
                                  help="Workload name: a built-in one or one the history holds (see nictune history)."),
-    objective: str = typer.Option(..., "--objective", "-o", help=f"One of {', '.join(OBJECTIVES)}."),
+    objective: str = typer.Option("throughput", "--objective", "-o", help=f"One of {', '.join(OBJECTIVES)}."),
     constraint: list[str] = typer.Option(
         [], "--constraint", "-c", metavar="EXPR",
         help="e.g. loss<=0.1 (repeatable): configurations whose mean meets it rank first; the others follow, "

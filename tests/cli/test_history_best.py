@@ -42,6 +42,11 @@ def test_history_best_ranks_the_job_recommendation_first_with_its_interval(tmp_p
     assert any(r["measurements"] == 1 and r["value"] > rows[0]["value"] for r in rows), \
         "the seed-3 job has a single run above the recommendation's mean: the case the ranking is for"
 
+    # The service's defaults: workload tcp, objective throughput.
+    defaults = nictune(db, "history", "best", "-t", "sim:benson-40g", "--top", "30", "--json")
+    assert defaults.returncode == 0, defaults.stderr
+    assert json.loads(defaults.stdout) == rows
+
     table = nictune(db, "history", "best", "-t", "sim:benson-40g", "-w", "tcp", "-o", "throughput", "--top", "3")
     assert table.returncode == 0, table.stderr
     assert "(90% CI)" in table.stdout and "±" in table.stdout and rec["hash"][:12] in table.stdout
