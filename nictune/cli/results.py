@@ -117,19 +117,23 @@ def print_best(rows: list[dict[str, Any]], title: str, objective: str, simulated
     """The table of ``nictune history best``, from local rows or the API's items (``simulated``:
     the testbed is the model, and the table says so)."""
     obj = get_objective(objective)
-    table = Table(title=title)
-    for col in ("rank", f"{obj.label} (90% CI)", "feasible", "measurements", "jobs", "config hash",
-                "configuration"):
-        table.add_column(col, overflow="fold")
+    headers = ["rank", f"{obj.label} (90% CI)", "feasible", "measurements", "jobs", "config hash", "configuration"]
+    cells = []
     for i, r in enumerate(rows, 1):
         iv = r.get("interval") or {}
         low, high = iv.get("low"), iv.get("high")
         value = r.get("objective_value", r.get("value")) or 0
         shown = format_interval(value, (high - low) / 2) if low is not None and high is not None else fmt(value)
-        table.add_row(str(i), shown,
-                      "yes" if r.get("feasible") else "no", str(r.get("measurements", "")),
+        cells.append([str(i), shown, "yes" if r.get("feasible") else "no", str(r.get("measurements", "")),
                       ", ".join(map(str, r.get("jobs") or [])), str(r.get("config_hash", ""))[:12],
-                      " ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items()))
+                      " ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items())])
+    # Cells break at spaces and after hyphens and the like, never inside a word (nictune.cli.fit).
+    widths, cells, padding = fitted_bordered(headers, cells, console.width)
+    table = Table(title=title, padding=(0, padding))
+    for col, width in zip(headers, widths, strict=True):
+        table.add_column(col, overflow="fold", width=width)
+    for line in cells:
+        table.add_row(*line)
     console.print(table)
     if rows:
         console.print("ranked by the interval's conservative end (a single lucky run does not outrank a mean "

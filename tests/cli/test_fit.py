@@ -75,3 +75,36 @@ def test_the_comparison_with_the_stock_profiles_fits_80_columns_with_every_name_
         for name in ("recommendation", "tuned-network- throughput (stock)", "esnet (stock)"):
             assert name in " ".join(names.split()), names
         assert "latency" in " ".join(names.split()), names
+
+
+def test_the_best_configurations_fit_80_columns_with_every_word_whole() -> None:
+    from rich.console import Console
+
+    from nictune.cli import results
+
+    config = {"app_cpu": "numa-local", "buffers": "large", "irq_affinity": "socket", "mtu": 9000,
+              "netdev_max_backlog": 30000, "rx_mode": "adaptive", "rx_ring": 8192, "txqueuelen": 50000}
+    rows = [{"config_hash": f"{i}7ddb58f757ea03d1b4d0", "config": config, "value": 39.6 - i, "feasible": True,
+             "measurements": 3, "jobs": [1, 2], "interval": {"low": 38.6 - i, "high": 40.6 - i}} for i in range(2)]
+    console = Console(width=80, record=True, color_system=None)
+    original = results.console
+    results.console = console
+    try:
+        results.print_best(rows, "best throughput on sim:benson-40g, workload tcp", "throughput", simulated=True)
+    finally:
+        results.console = original
+    out = console.export_text()
+    table = [line for line in out.splitlines() if line[:1] in "┏┃┡│└"]
+    assert table and all(len(line) <= 80 for line in table), out
+    assert "measurements" in table[1].split("┃"), out  # the header whole, not "measurement" / "s"
+    # Each row's configuration, put together again: broken only at spaces (dropped) and after
+    # the characters a break may follow (kept), never inside a word.
+    pieces = [line.split("│")[-2].strip() for line in table if line.startswith("│")]
+    shown, cell = [], ""
+    for piece in pieces:
+        if piece.startswith("app_cpu=") and cell:
+            shown.append(cell)
+            cell = ""
+        cell += piece if not cell or cell[-1] in "-:/+,_=" else " " + piece
+    shown.append(cell)
+    assert shown == [" ".join(f"{k}={v}" for k, v in config.items())] * 2, out
