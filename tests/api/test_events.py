@@ -111,7 +111,9 @@ def test_the_service_frames_events_as_the_sse_format_says(api: TestClient) -> No
 
 
 def test_an_idle_stream_sends_keep_alive_comments(make_api: AppFactory) -> None:
-    with make_api(pace_s=0.3, events_keepalive_s=0.05, events_poll_s=0.02, events_max_s=0.6) as api:
+    # The stream lasts 3 s: on a loaded 2-core machine a 0.6 s stream once ended with its
+    # first event alone, before any idle gap of 0.05 s had come.
+    with make_api(pace_s=0.3, events_keepalive_s=0.05, events_poll_s=0.02, events_max_s=3.0) as api:
         job = submit(api, budget=50)
         with api.stream("GET", f"/v1/jobs/{job['id']}/events") as response:
             lines = list(response.iter_lines())
