@@ -560,7 +560,8 @@ def main() -> None:
                      and ph.clients == args.clients)
         ratios = ", ".join(f"{ph.endpoint} {ph.p(99) / floor:.1f}x" for ph in phases
                            if ph.backend == backend and ph.clients == args.clients and ph.endpoint != "/healthz")
-        print(f"{backend}: fill {cold['fill']:.0f} s; first /v1/history/best {cold['/v1/history/best']:.0f} ms, "
+        filled = f"fill {cold['fill']:.0f} s" if math.isfinite(cold["fill"]) else "reused an earlier fill"
+        print(f"{backend}: {filled}; first /v1/history/best {cold['/v1/history/best']:.0f} ms, "
               f"recomputed after a new result {cold['recompute']:.0f} ms (asked meanwhile: {cold['previous']:.0f} ms), "
               f"first trial page {cold['/v1/jobs/{id}/trials']:.0f} ms; {args.clients}-client p99 over /healthz's: "
               f"{ratios}")

@@ -8,12 +8,14 @@ above this package, where both are visible (:mod:`nictune.jobs.best`)."""
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Float, and_, case, cast, func, literal, null, select, true
+from sqlalchemy import ColumnElement, Float, and_, case, cast, func, literal, null, select
 from sqlalchemy.orm import Session
 
 from nictune.db.models import (
@@ -230,22 +232,25 @@ def ranked_means(s: Session, testbed: str, workload: str, order: LowerBoundOrder
     means = {m: _mean(per.c[f"{m}_sum"], per.c[f"{m}_n"]) for m in names}
     v = means[order.metric] if order.sign > 0 else -means[order.metric]
     satisfied = [_satisfied(means[b.metric], b) for b in order.bounds]
-    feasible = and_(*satisfied) if satisfied else true()
-    violation: ColumnElement[float] = literal(0.0, Float)
-    for i, (bound, ok) in enumerate(zip(order.bounds, satisfied, strict=True)):
+    terms: list[ColumnElement[float]] = []
+    for bound, ok in zip(order.bounds, satisfied, strict=True):
         excess = (means[bound.metric] - bound.threshold if bound.op in ("<=", "<")
                   else bound.threshold - means[bound.metric]) / (abs(bound.threshold) or 1.0)
-        term = case((ok, literal(0.0, Float)), (excess > order.min_violation, excess),
-                    else_=literal(order.min_violation, Float))
-        violation = term if i == 0 else violation + term
+        terms.append(case((ok, literal(0.0, Float)), (excess > order.min_violation, excess),
+                          else_=literal(order.min_violation, Float)))
     half = (case(dict(order.half_widths), value=per.c.testbed_id, else_=literal(order.default_half_width, Float))
             if order.half_widths else literal(order.default_half_width, Float))
     lower = v - half * func.abs(v) / func.sqrt(cast(per.c.n, Float), type_=Float)
+    if terms:  # feasible first, by the lower bound; the others by their summed violation
+        feasible = and_(*satisfied)
+        violation = functools.reduce(operator.add, terms)
+        keys = [case((feasible, 1), else_=0).desc(), case((feasible, lower), else_=-violation).desc()]
+    else:
+        keys = [lower.desc()]
     stmt = (select(per.c.testbed_id, per.c.configuration_id, per.c.n, per.c.trials,
                    *(per.c[f"{m}_{suffix}"] for m in names for suffix in ("n", "sum")))
             .where(per.c.n > 0, *(per.c[f"{m}_n"] > 0 for m in names))
-            .order_by(case((feasible, 1), else_=0).desc(), case((feasible, lower), else_=-violation).desc(),
-                      v.desc(), per.c.testbed_id, per.c.configuration_id)
+            .order_by(*keys, v.desc(), per.c.testbed_id, per.c.configuration_id)
             .limit(limit))
     out = []
     for testbed_id, config_id, n, trials, *rest in s.execute(stmt):

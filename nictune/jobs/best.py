@@ -11,6 +11,7 @@ another order than :func:`math.fsum`) rank every configuration's means here."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -100,10 +101,9 @@ def _sql_ranking(s: Session, policy: RacingPolicy, order: LowerBoundOrder, testb
                  for testbed_id, (weighted, dof) in variances.items()}
         prior = policy.stats.noise({})[OBJECTIVE]
         # t x cv of each fingerprint: the half width of a mean of one measurement, per unit.
-        sized = LowerBoundOrder(
-            order.metric, order.sign, order.bounds,
-            half_widths={testbed_id: policy.stats.half_width(1.0, 1, nz) for testbed_id, nz in noise.items()},
-            default_half_width=policy.stats.half_width(1.0, 1, prior), min_violation=order.min_violation)
+        sized = dataclasses.replace(
+            order, half_widths={testbed_id: policy.stats.half_width(1.0, 1, nz) for testbed_id, nz in noise.items()},
+            default_half_width=policy.stats.half_width(1.0, 1, prior))
         return [(noise.get(c.testbed_id, prior), c) for c in ranked_means(s, testbed, workload, sized, limit)]
 
     if s.get_bind().dialect.name != "postgresql":
