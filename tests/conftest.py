@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import signal
 import sys
 import uuid
 from collections.abc import Iterator
@@ -32,6 +33,13 @@ from sqlalchemy.engine import make_url  # noqa: E402
 
 from nictune.db import open_database  # noqa: E402
 from tests.environment import unavailable  # noqa: E402
+
+# A background job (`cmd &` in a shell without job control, e.g. `nohup bash .ci/run &`)
+# starts with SIGINT ignored, and the processes the tests start inherit that: a test that
+# presses Ctrl-C on a child (`optimize --server`, `measure`) would wait for it in vain.
+# Python's handler here gives the children the default disposition, as under a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 PG_ADMIN_URL = os.environ.get(
     "NICTUNE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
