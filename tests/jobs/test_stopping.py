@@ -179,12 +179,13 @@ def test_the_time_limit_keeps_a_spare_run_for_the_race_and_times_the_race_by_its
     assert not rules.time_is_up()
     late = StopRules({"time_limit_s": 20.0}, {"elapsed_s": 14.5, "stopping": {"trial_s": [1.0]}}, 4)
     assert late.time_is_up() and late.reason == "time-limit"  # 5.5 s left, 6 needed
-    # Before its first run the race is timed as a search trial: 9 runs of 1 s do not fit in 10 s left ...
-    assert rules.race_fits(9) and not rules.race_fits(11)
+    # Before its first run the race is timed as a search trial, with one run to spare: of 10 s
+    # left, 8 runs of 1 s fit and 10 do not ...
+    assert rules.race_fits(8) and not rules.race_fits(10)
     # ... after it, by its own runs (no proposal to wait for): 0.5 s each.
     rules.add_race_time(1.0, 2)
     assert rules.race_durations == [0.5]
-    assert rules.race_fits(19) and not rules.race_fits(21)
+    assert rules.race_fits(18) and not rules.race_fits(20)
     rules.add_race_time(0.0, 0)  # nothing measured: nothing learnt
     assert rules.race_durations == [0.5]
     # Without a limit everything fits.
