@@ -10,11 +10,10 @@ iterates over anything in hash-dependent order.
 
 from __future__ import annotations
 
-import importlib
 import math
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -290,52 +289,8 @@ def _json_score(score: Score) -> dict[str, Any]:
             "violation": finite(score.violation)}
 
 
-#: The built-in engines and the modules that define them, in the order they are listed.
-BUILTIN_ENGINES: dict[str, str] = {
-    "bayes": "nictune.optimizer.bayes",
-    "ga": "nictune.optimizer.ga",
-    "nsga2": "nictune.optimizer.nsga2",
-    "ofat": "nictune.optimizer.ofat",
-    "random": "nictune.optimizer.random_search",
-}
-
-
-class EngineRegistry(MutableMapping[str, type[Engine]]):
-    """Engines by name. A built-in engine's module (and what it needs: NumPy, DEAP) is imported
-    the first time the engine itself is asked for, not when its name is listed or checked, so a
-    command that runs no engine (``nictune history``, ``spaces``, the service's reads) does not
-    load them. :func:`register_engine` adds others."""
-
-    def __init__(self, modules: Mapping[str, str]):
-        self._modules = dict(modules)
-        self._classes: dict[str, type[Engine]] = {}
-
-    def __getitem__(self, name: str) -> type[Engine]:
-        if name not in self._classes and name in self._modules:
-            importlib.import_module(self._modules[name])  # registers it
-        return self._classes[name]
-
-    def __setitem__(self, name: str, cls: type[Engine]) -> None:
-        self._classes[name] = cls
-
-    def __delitem__(self, name: str) -> None:
-        if name not in self:
-            raise KeyError(name)
-        self._classes.pop(name, None)
-        self._modules.pop(name, None)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._modules or name in self._classes
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys([*self._modules, *self._classes]))
-
-    def __len__(self) -> int:
-        return len(self._modules.keys() | self._classes.keys())
-
-
-#: Engines by name (:class:`EngineRegistry`).
-ENGINES = EngineRegistry(BUILTIN_ENGINES)
+#: Engines by name, filled by :func:`register_engine` as their modules are imported.
+ENGINES: dict[str, type[Engine]] = {}
 
 E = TypeVar("E", bound=type[Engine])
 

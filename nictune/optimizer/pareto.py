@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from nictune.optimizer.deap_adapter import crowding_distances, nondominated_fronts
 from nictune.optimizer.objectives import Goal, Score
 
 Vector = tuple[float, ...]
@@ -85,8 +86,6 @@ def non_dominated_sort(vectors: Sequence[Vector]) -> list[list[int]]:
     once front 0 is removed, and so on. Inside a front, indices keep their input order.
     Equal vectors share a front. (DEAP's fast non-dominated sort.)
     """
-    from nictune.optimizer.deap_adapter import nondominated_fronts  # DEAP: only when sorting
-
     return nondominated_fronts(vectors)
 
 
@@ -100,8 +99,6 @@ def pareto_front(items: Sequence[tuple[T, Score]]) -> list[tuple[T, Score]]:
                 if s.feasible and all(math.isfinite(v) for v in vector_of(s))]
     if not feasible:
         return []
-    from nictune.optimizer.deap_adapter import nondominated_fronts  # DEAP: only when sorting
-
     first = nondominated_fronts([vector_of(s) for _, s in feasible], first_front_only=True)[0]
     return [feasible[i] for i in first]
 
@@ -133,8 +130,6 @@ def recommend_from_front(front: Sequence[tuple[T, Score]], tie: float = TIE_FRAC
 def crowding_distance(vectors: Sequence[Vector]) -> list[float]:
     """NSGA-II crowding distance of each vector inside one front (boundary points: ``inf``;
     DEAP's, summed over the objectives)."""
-    from nictune.optimizer.deap_adapter import crowding_distances  # DEAP: only when sorting
-
     return crowding_distances(vectors)
 
 

@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import jinja2
 from sqlalchemy.engine import Engine as DbEngine
 
 from nictune import __version__, metrics
@@ -33,7 +34,6 @@ from nictune.report.importance import Importance, knob_importance
 from nictune.report.ofat import ofat_rounds
 
 if TYPE_CHECKING:
-    import jinja2
     from matplotlib.figure import Figure
 
 #: Rounds of a one-factor job that get a figure each (later rounds are usually short).
@@ -308,8 +308,6 @@ EXPORT_FORMATS = ("tuned", "sysctl", "script", "json")
 @functools.cache
 def _environment() -> jinja2.Environment:
     """The templates of ``nictune/report/templates`` (autoescaped; loaded once)."""
-    import jinja2  # only when a page is rendered: the CLI's other commands start without it
-
     env = jinja2.Environment(loader=jinja2.PackageLoader("nictune.report", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)

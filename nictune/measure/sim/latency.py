@@ -49,11 +49,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from nictune.measure._base import LatencyProbe, Workload
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from nictune.measure.sim.profiles import Host, SimProfile
 
 #: Round trips drawn for the percentiles (p99.9 rests on the largest 20).
@@ -97,8 +97,6 @@ class _End:
 
 @lru_cache(maxsize=1)
 def _uniforms() -> np.ndarray:
-    import numpy as np  # NumPy only for a latency probe: the CLI's other commands start without it
-
     return np.random.default_rng(20261130).random((7, SAMPLES))
 
 
@@ -125,8 +123,6 @@ def round_trip(profile: SimProfile, h: Host, wl: Workload, ctx: Context) -> tupl
     else:
         rate = float(_rate(probe))
         ends = [_End(1 / rate, 1 / rate), _End(REPLY_EVERY / rate, REPLY_EVERY / rate)]
-
-    import numpy as np
 
     u = _uniforms()
     total = np.full(SAMPLES, 2 * fixed_s)
@@ -221,8 +217,6 @@ def _hold(profile: SimProfile, h: Host, end: _End) -> tuple[float, float, float,
 def _queue(profile: SimProfile, h: Host, probe: LatencyProbe, ctx: Context, batch: float, spins: bool,
            detail: dict[str, float]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """The server end's queueing wait at the probe's rate, as a function of two uniforms."""
-    import numpy as np
-
     c, k, hz = profile.costs, ctx.irq_scale, ctx.hz
     proto = c.tcp if probe.protocol == "tcp" else c.udp
     rate = float(_rate(probe))
