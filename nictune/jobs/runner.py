@@ -574,12 +574,10 @@ class JobRunner:
                     break
                 if self.stop.is_set():
                     return self._finish(ctx, race, "interrupted", number, rules=rules)
-                events = self._run_batch(ctx, race, number, batch, done, streak, rules)
+                events = self._run_batch(ctx, race, number, batch, done, streak, rules, started)
                 for event in events:  # in trial-number order: replay must see the same tells
                     engine.tell(event.config, event.score, event.told_metrics)
                 number += len(events)
-                measured = sum(e.source == "measured" and e.number not in done for e in events)
-                rules.add_time(time.monotonic() - started, measured, ctx.executor.slots)
                 self._save_rules(ctx, rules)
                 if streak.tripped:  # the rest of the batch is left for the resume, as after a stop
                     return self._finish(ctx, race, "failed", number, error=streak.error(ctx.job_id), rules=rules)
@@ -631,8 +629,13 @@ class JobRunner:
                     race.short[stored.hash] = float(short["value"])
 
     def _run_batch(self, ctx: JobContext, race: Race, number: int, batch: Sequence[Configuration],
-                   done: Mapping[int, _Stored], streak: _FailureStreak, rules: StopRules) -> list[TrialEvent]:
+                   done: Mapping[int, _Stored], streak: _FailureStreak, rules: StopRules,
+                   asked: float) -> list[TrialEvent]:
         """Evaluate ``batch`` (trials ``number``...) with up to ``executor.slots`` at once.
+
+        Each measured trial is timed for the time limit (:meth:`StopRules.add_trial_time`),
+        those that start at once from ``asked`` (``time.monotonic()`` before the engine's
+        proposal), so that the limit can stop a batch after its first trial.
 
         Returns the events of the trials that ran, in number order: all of them unless
         ``stop`` was set, ``streak`` tripped or a stopping rule stopped the job, in which case
@@ -644,6 +647,7 @@ class JobRunner:
 
         def one(i: int, config: Configuration) -> None:
             n = number + i
+            began = asked if i < slots else time.monotonic()
             event: TrialEvent | None
             if n in done:
                 event = self._replay(ctx, n, config, done[n])
@@ -660,6 +664,8 @@ class JobRunner:
                 recommended = self._report(ctx, race, event)
                 if n not in done:  # replayed trials were counted when they ran
                     rules.add_trial(event.source, recommended == event.config.hash and event.source != "failed")
+                    if event.source == "measured":
+                        rules.add_trial_time(time.monotonic() - began)
 
         if slots == 1:
             for i, config in enumerate(batch):

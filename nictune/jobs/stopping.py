@@ -127,15 +127,15 @@ class StopRules:
         """The time one more trial and the final race still need.
 
         The estimate: ``(2 + final_race_runs)`` times the longest of the last
-        :data:`KEPT_DURATIONS` measured trials, each timed as its batch's wall time (the
-        engine's proposal, the measurement, database and callbacks) per wave of trials run in
-        parallel (:meth:`add_time`). A measured trial is one benchmark run with racing,
-        as is each run of the final race; ``final_race_runs`` counts the finalists measured
-        once more and the runs the recommendation still needs to reach its repeats (a race
-        nothing challenges), and one run is kept spare, for a challenger or a run slower than
-        the ones before it (a loaded host); the race itself also watches the clock, see
-        :meth:`race_fits`. The longest rather than the mean, because
-        overrunning a limit is worse than stopping a trial early. ``None`` before any trial
+        :data:`KEPT_DURATIONS` measured trials, each timed from its start (the first of a
+        batch from the engine's proposal) to its result recorded (:meth:`add_trial_time`).
+        A measured trial is one benchmark run with racing, as is each run of the final race;
+        ``final_race_runs`` counts the finalists measured once more and the runs the
+        recommendation still needs to reach its repeats (a race nothing challenges), and one
+        run is kept spare, for a challenger or a run slower than the ones before it (a loaded
+        host); the race itself also watches the clock, see :meth:`race_fits`. The longest
+        rather than the mean, because overrunning a limit is worse than stopping a trial
+        early. ``None`` before any trial
         was measured: the first trial always runs.
         """
         trial = self.trial_s()
@@ -170,13 +170,14 @@ class StopRules:
             self.race_durations = [*self.race_durations, seconds / runs][-KEPT_DURATIONS:]
 
     # ---------------------------------------------------------- trials
-    def add_time(self, seconds: float, measured: int, slots: int) -> None:
-        """Time a batch of the search that measured ``measured`` trials, ``slots`` at a time:
-        its wall time (the engine's proposal included) per wave of parallel trials is what one
-        more trial takes."""
-        if measured > 0:
-            waves = -(-measured // max(1, slots))
-            self.durations = [*self.durations, seconds / waves][-KEPT_DURATIONS:]
+    def add_trial_time(self, seconds: float) -> None:
+        """Time one measured trial of the search: its wall time from its start to its result
+        recorded, and for the first trial of a batch from the engine's proposal on (the
+        proposal is what one more trial also waits for). Timed trial by trial, not batch by
+        batch, so that the limit can stop a batch engine (random search, a GA's generation)
+        inside its first batch."""
+        with self._lock:
+            self.durations = [*self.durations, seconds][-KEPT_DURATIONS:]
 
     def add_trial(self, source: str, became_recommendation: bool) -> None:
         """Count a trial of this run (never a replayed one) for patience: whether it improved
