@@ -66,7 +66,7 @@ def ranking(s: Session, policy: RacingPolicy, testbed: str, workload: str, limit
     reads the rest for the ones shown."""
     order = sql_order(policy)
     if order is not None and limit is not None:
-        ranked = _sql_ranking(s, policy, order, testbed, workload, limit)
+        ranked = sql_ranking(s, policy, order, testbed, workload, limit)
         if ranked is not None:
             return ranked
     goal = policy.goal
@@ -91,7 +91,7 @@ def sql_order(policy: RacingPolicy) -> LowerBoundOrder | None:
                            min_violation=MIN_VIOLATION)
 
 
-def _sql_ranking(s: Session, policy: RacingPolicy, order: LowerBoundOrder, testbed: str, workload: str,
+def sql_ranking(s: Session, policy: RacingPolicy, order: LowerBoundOrder, testbed: str, workload: str,
                  limit: int) -> list[tuple[Noise, ConfigAggregate]] | None:
     """:func:`ranking` sorted by the database; ``None`` when PostgreSQL's arithmetic overflowed
     on figures far outside any measurement's range (Python ranks them then)."""

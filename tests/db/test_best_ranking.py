@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 import nictune.jobs.best as best
 from nictune.db import complete_trial, session_scope, start_trial
 from nictune.db.best import configuration_means, pooled_relative_variance
-from nictune.jobs.best import _sql_ranking, complete, noise_by_fingerprint, rank, ranking, sql_order
+from nictune.jobs.best import complete, noise_by_fingerprint, rank, ranking, sql_order, sql_ranking
 from nictune.optimizer import Goal
 from nictune.optimizer.racing import RacingPolicy
 
@@ -148,7 +148,7 @@ def test_extreme_figures_rank_as_in_python(engine: Engine) -> None:
             variances = pooled_relative_variance(s, "bed-a", "tcp-1", policy.goal.objective.metric)
             order = sql_order(policy)
             assert order is not None
-            in_sql = _sql_ranking(s, policy, order, "bed-a", "tcp-1", 10)
+            in_sql = sql_ranking(s, policy, order, "bed-a", "tcp-1", 10)
         assert _keys(got) == _keys(expected), (objectives, constraints)
         # The violation of 1e120 against 1e-300 overflows: PostgreSQL raises and Python ranks
         # (the fallback); SQLite sorts it as inf. The other goals stay in the database.
