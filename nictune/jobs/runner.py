@@ -578,6 +578,8 @@ class JobRunner:
                 for event in events:  # in trial-number order: replay must see the same tells
                     engine.tell(event.config, event.score, event.told_metrics)
                 number += len(events)
+                measured = sum(e.source == "measured" and e.number not in done for e in events)
+                rules.add_time(time.monotonic() - started, measured, ctx.executor.slots)
                 self._save_rules(ctx, rules)
                 if streak.tripped:  # the rest of the batch is left for the resume, as after a stop
                     return self._finish(ctx, race, "failed", number, error=streak.error(ctx.job_id), rules=rules)

@@ -127,8 +127,10 @@ class StopRules:
         """The time one more trial and the final race still need.
 
         The estimate: ``(2 + final_race_runs)`` times the longest of the last
-        :data:`KEPT_DURATIONS` measured trials, each timed from its start (the first of a
-        batch from the engine's proposal) to its result recorded (:meth:`add_trial_time`).
+        :data:`KEPT_DURATIONS` timings of the search: each measured trial from its start (the
+        first of a batch from the engine's proposal) to its result recorded
+        (:meth:`add_trial_time`), and each batch's wall time per wave of parallel trials,
+        which also holds telling the engine and saving the job's state (:meth:`add_time`).
         A measured trial is one benchmark run with racing, as is each run of the final race;
         ``final_race_runs`` counts the finalists measured once more and the runs the
         recommendation still needs to reach its repeats (a race nothing challenges), and one
@@ -170,6 +172,15 @@ class StopRules:
             self.race_durations = [*self.race_durations, seconds / runs][-KEPT_DURATIONS:]
 
     # ---------------------------------------------------------- trials
+    def add_time(self, seconds: float, measured: int, slots: int) -> None:
+        """Time a batch of the search that measured ``measured`` trials, ``slots`` at a time:
+        its wall time per wave of parallel trials, which also holds what follows its trials
+        (telling the engine, saving the job's state) and what a trial's own time does not."""
+        if measured > 0:
+            waves = -(-measured // max(1, slots))
+            with self._lock:
+                self.durations = [*self.durations, seconds / waves][-KEPT_DURATIONS:]
+
     def add_trial_time(self, seconds: float) -> None:
         """Time one measured trial of the search: its wall time from its start to its result
         recorded, and for the first trial of a batch from the engine's proposal on (the

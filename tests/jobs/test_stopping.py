@@ -194,3 +194,18 @@ def test_the_time_limit_keeps_a_spare_run_for_the_race_and_times_the_race_by_its
     assert rules.race_durations == [0.5]
     # Without a limit everything fits.
     assert StopRules({}, {}, 4).race_fits(1000)
+
+
+def test_trials_are_timed_one_by_one_and_batches_per_wave() -> None:
+    rules = StopRules({"time_limit_s": 60.0}, {}, 4)
+    assert rules.needed_s() is None and not rules.time_is_up()  # the first trial always runs
+    rules.add_trial_time(2.0)  # the first trial of a batch: known before the batch ends
+    assert rules.trial_s() == 2.0 and rules.needed_s() == pytest.approx(2.0 * 6)
+    rules.add_time(9.0, measured=6, slots=2)  # 3 waves of 3 s: telling and saving included
+    assert rules.trial_s() == 3.0
+    rules.add_time(100.0, measured=0, slots=1)  # nothing measured (cache answers): nothing learnt
+    assert rules.trial_s() == 3.0
+    for _ in range(10):  # the longest of the 10 latest timings
+        rules.add_trial_time(1.0)
+    assert rules.trial_s() == 1.0
+    assert StopRules({"time_limit_s": 60.0}, {"stopping": {"trial_s": rules.durations}}, 4).trial_s() == 1.0
