@@ -137,8 +137,7 @@ class StopRules:
         run is kept spare, for a challenger or a run slower than the ones before it (a loaded
         host); the race itself also watches the clock, see :meth:`race_fits`. The longest
         rather than the mean, because overrunning a limit is worse than stopping a trial
-        early. ``None`` before any trial
-        was measured: the first trial always runs.
+        early. ``None`` before any trial was measured: the first trial always runs.
         """
         trial = self.trial_s()
         return None if trial is None else trial * (1 + SPARE_RACE_RUNS + self.final_race_runs)
@@ -174,8 +173,8 @@ class StopRules:
     # ---------------------------------------------------------- trials
     def add_time(self, seconds: float, measured: int, slots: int) -> None:
         """Time a batch of the search that measured ``measured`` trials, ``slots`` at a time:
-        its wall time per wave of parallel trials, which also holds what follows its trials
-        (telling the engine, saving the job's state) and what a trial's own time does not."""
+        its wall time per wave of parallel trials, which also holds what follows the trials
+        (telling the engine, saving the job's state)."""
         if measured > 0:
             waves = -(-measured // max(1, slots))
             with self._lock:
