@@ -107,7 +107,8 @@ class StopRules:
         state = dict(stats.get("stopping") or {})
         self._elapsed_before = float(stats.get("elapsed_s") or 0.0)
         self._started = time.monotonic()
-        self.durations: list[float] = [float(d) for d in state.get("trial_s") or []]
+        self.durations: list[float] = [float(d) for d in state.get("trial_s") or []]  # per batch and wave
+        self.trial_durations: list[float] = [float(d) for d in state.get("each_s") or []]  # trial by trial
         self.race_durations: list[float] = []
         self.unimproved = int(state.get("unimproved", 0))
         self.final_race_runs = final_race_runs
@@ -121,16 +122,17 @@ class StopRules:
 
     def trial_s(self) -> float | None:
         """What one measured trial takes: the longest of the recent ones (``None`` before any)."""
-        return max(self.durations) if self.durations else None
+        timings = self.durations + self.trial_durations
+        return max(timings) if timings else None
 
     def needed_s(self) -> float | None:
         """The time one more trial and the final race still need.
 
         The estimate: ``(2 + final_race_runs)`` times the longest of the last
-        :data:`KEPT_DURATIONS` timings of the search: each measured trial from its start (the
-        first of a batch from the engine's proposal) to its result recorded
-        (:meth:`add_trial_time`), and each batch's wall time per wave of parallel trials,
-        which also holds telling the engine and saving the job's state (:meth:`add_time`).
+        :data:`KEPT_DURATIONS` timings of each kind: batches of the search, their wall time per
+        wave of parallel trials, which holds telling the engine and saving the job's state
+        (:meth:`add_time`), and measured trials one by one, from the start (the first of a
+        batch from the engine's proposal) to the result recorded (:meth:`add_trial_time`).
         A measured trial is one benchmark run with racing, as is each run of the final race;
         ``final_race_runs`` counts the finalists measured once more and the runs the
         recommendation still needs to reach its repeats (a race nothing challenges), and one
@@ -187,7 +189,7 @@ class StopRules:
         batch, so that the limit can stop a batch engine (random search, a GA's generation)
         inside its first batch."""
         with self._lock:
-            self.durations = [*self.durations, seconds][-KEPT_DURATIONS:]
+            self.trial_durations = [*self.trial_durations, seconds][-KEPT_DURATIONS:]
 
     def add_trial(self, source: str, became_recommendation: bool) -> None:
         """Count a trial of this run (never a replayed one) for patience: whether it improved
@@ -207,7 +209,8 @@ class StopRules:
     def save(self, stats: MutableMapping[str, Any]) -> None:
         """Write the state a resumed job goes on from into ``stats``."""
         stats["elapsed_s"] = round(self.elapsed_s(), 3)
-        stats["stopping"] = {"trial_s": [round(d, 4) for d in self.durations], "unimproved": self.unimproved}
+        stats["stopping"] = {"trial_s": [round(d, 4) for d in self.durations],
+                             "each_s": [round(d, 4) for d in self.trial_durations], "unimproved": self.unimproved}
 
 
 def stop_text(reason: str, stats: Mapping[str, Any], *, budget: int, trials: int, engine: str,

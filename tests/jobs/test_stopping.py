@@ -205,7 +205,13 @@ def test_trials_are_timed_one_by_one_and_batches_per_wave() -> None:
     assert rules.trial_s() == 3.0
     rules.add_time(100.0, measured=0, slots=1)  # nothing measured (cache answers): nothing learnt
     assert rules.trial_s() == 3.0
-    for _ in range(10):  # the longest of the 10 latest timings
+    for _ in range(10):  # the 10 latest trials do not push the batches out
         rules.add_trial_time(1.0)
+    assert rules.trial_s() == 3.0 and rules.trial_durations == [1.0] * 10
+    for _ in range(10):  # the longest of the 10 latest of each kind
+        rules.add_time(0.5, measured=1, slots=1)
     assert rules.trial_s() == 1.0
-    assert StopRules({"time_limit_s": 60.0}, {"stopping": {"trial_s": rules.durations}}, 4).trial_s() == 1.0
+    saved: dict[str, Any] = {}
+    rules.save(saved)  # a resumed job goes on with both
+    resumed = StopRules({"time_limit_s": 60.0}, saved, 4)
+    assert (resumed.durations, resumed.trial_durations) == (rules.durations, rules.trial_durations)
