@@ -86,6 +86,30 @@ def test_a_time_limit_ends_the_job_before_it_with_its_final_race(engine: Engine,
 
 
 @pytest.mark.slow
+def test_a_time_limit_stops_a_generation_run_two_at_a_time(engine: Engine) -> None:
+    # A GA proposes its whole first generation (40) at once and a pool of two testbeds runs it
+    # two at a time: 20 waves of 0.3 s and more, 6 s or more, against a 5 s limit. The limit
+    # stops the generation after the waves that fit and leaves the final race its time.
+    class TwoAtATime(LocalExecutor):
+        @property
+        def slots(self) -> int:
+            return 2
+
+        def measure(self, request: MeasureRequest) -> TrialResult:
+            time.sleep(0.3)
+            return super().measure(request)
+
+    limit = 5.0
+    job = create_job(engine, JobSpec(**LONG, time_limit_s=limit, engine="ga", engine_params={"population": 40}))
+    started = time.monotonic()
+    outcome = JobRunner(engine, executor_factory=lambda testbed, noise: TwoAtATime(testbed, noise=noise)).run(job)
+    took = time.monotonic() - started
+    assert outcome.stop_reason == "time-limit" and took < limit, took
+    assert 2 <= outcome.trials < 40  # inside the first generation
+    assert _recommended_with_repeats(engine, job)["race"]["decided"] is True
+
+
+@pytest.mark.slow
 def test_a_resumed_job_keeps_its_time_limit_counted_over_its_whole_life(engine: Engine) -> None:
     # 16 slow measurements take 2.4 s and more on a loaded machine (CI: two test processes,
     # PostgreSQL); a limit of 6 s left the resumed job too little for its final race there.
