@@ -92,7 +92,7 @@ def sql_order(policy: RacingPolicy) -> LowerBoundOrder | None:
 
 
 def sql_ranking(s: Session, policy: RacingPolicy, order: LowerBoundOrder, testbed: str, workload: str,
-                 limit: int) -> list[tuple[Noise, ConfigAggregate]] | None:
+                limit: int) -> list[tuple[Noise, ConfigAggregate]] | None:
     """:func:`ranking` sorted by the database; ``None`` when PostgreSQL's arithmetic overflowed
     on figures far outside any measurement's range (Python ranks them then)."""
     def run() -> list[tuple[Noise, ConfigAggregate]]:
