@@ -12,6 +12,7 @@ from sqlalchemy import Connection, String, bindparam, cast, func, select
 from sqlalchemy.orm import Session, selectinload
 
 from nictune.db import Configuration, Job, Testbed, Trial, Workload
+from nictune.db.driver import DriverStatement
 from nictune.db.types import as_utc
 
 
@@ -67,14 +68,14 @@ class JobHeader:
     finished_at: datetime | None
 
 
-_HEADER = (select(Testbed.kind, Job.state, Job.finished_at)
-           .join(Job, Job.testbed_id == Testbed.id).where(Job.id == bindparam("job_id")))
+_HEADER = DriverStatement(select(Testbed.kind, Job.state, Job.finished_at)
+                          .join(Job, Job.testbed_id == Testbed.id).where(Job.id == bindparam("job_id")))
 
 
 def job_header(s: Session | Connection, job_id: int) -> JobHeader | None:
     """The job's testbed kind (``sim`` ...), state and end, or ``None`` when there is no such job."""
-    row = s.execute(_HEADER, {"job_id": job_id}).one_or_none()
-    return None if row is None else JobHeader(row[0], row[1], row[2])
+    rows = _HEADER.rows(s, {"job_id": job_id})
+    return JobHeader(*rows[0]) if rows else None
 
 
 def jobs_page(s: Session, filters: JobFilters, limit: int, offset: int) -> tuple[list[Job], int]:

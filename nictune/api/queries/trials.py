@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import UnaryExpression
 
 from nictune.db import MAIN_METRICS, Configuration, Job, Testbed, Trial, TrialItem, Workload
+from nictune.db.driver import DriverStatement
 from nictune.db.landmarks import INDEX_ORDERS, Landmarks, compute_landmarks, stored_landmarks
 from nictune.db.types import as_utc
 from nictune.errors import InvalidInputError
@@ -278,7 +279,7 @@ def ids_after(s: Session | Connection, filters: TrialFilters, sort: str, after: 
 
 
 @functools.cache
-def _job_range(sort: str, part: str, inclusive: bool, state: bool, source: bool, items: bool) -> Select[Any]:
+def _job_range(sort: str, part: str, inclusive: bool, state: bool, source: bool, items: bool) -> DriverStatement:
     """The ids of one job's trials from a position on in ``sort`` order (an indexed sort), with
     parameters ``job_id`` (``state``, ``source``), ``value`` and ``number`` (the position),
     ``limit`` and ``offset``; with ``items``, each with its stored page item (NULL for none).
@@ -308,13 +309,13 @@ def _job_range(sort: str, part: str, inclusive: bool, state: bool, source: bool,
         stmt = stmt.where(key.is_(None), later).order_by(Trial.number)
     stmt = stmt.limit(bindparam("limit")).offset(bindparam("offset"))
     if not items:
-        return stmt
+        return DriverStatement(stmt)
     # The page's trials first, then their items: no item is read for a trial OFFSET skips. The
     # rows come with their sort key and number, put in order by the caller (no sort of 50 rows
     # of items in the database).
     page = stmt.subquery()
-    return select(page.c.id, TrialItem.item, page.c.key, page.c.n).outerjoin(
-        TrialItem, TrialItem.trial_id == page.c.id)
+    return DriverStatement(select(page.c.id, TrialItem.item, page.c.key, page.c.n).outerjoin(
+        TrialItem, TrialItem.trial_id == page.c.id))
 
 
 def _range(s: Session | Connection, filters: TrialFilters, sort: str, start: tuple[float | None, int],
@@ -331,7 +332,7 @@ def _range(s: Session | Connection, filters: TrialFilters, sort: str, start: tup
     descending = sort.startswith("-")
 
     def run(part: str, values: dict[str, Any]) -> list[tuple[int, str | None]]:
-        rows = list(s.execute(_job_range(sort, part, inclusive, *flags), values))
+        rows = _job_range(sort, part, inclusive, *flags).rows(s, values)
         if not items:
             return [(r[0], None) for r in rows]
         if part == "tail":  # by number; else by key (descending or not), then number
