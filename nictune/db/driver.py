@@ -49,6 +49,11 @@ class DriverStatement:
         #: or ``None`` when no column has one.
         self._processors: dict[str, tuple[Callable[[Any], Any] | None, ...] | None] = {}
 
+    @property
+    def statement(self) -> Select[*tuple[Any, ...]]:
+        """The Core statement (what ``Connection.execute`` would run)."""
+        return self._statement
+
     def _compile(self, dialect: Dialect) -> _Compiled:
         compiled = self._statement.compile(dialect=dialect)
         if compiled.literal_execute_params or compiled.post_compile_params:

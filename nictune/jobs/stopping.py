@@ -43,6 +43,11 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)\s*$", re.IGNORECAS
 KEPT_DURATIONS = 10
 #: Benchmark runs the time limit keeps for the final race beyond what an unchallenged race needs.
 SPARE_RACE_RUNS = 1
+#: The least time the search leaves spare for the final race, however short a run: a loaded
+#: host's stall (a disk flush, the scheduler) can take a second whatever the runs take, and
+#: simulated jobs with runs of 0.2 s lost their final race to one in CI (the race then had
+#: no time left for its first run).
+MIN_SPARE_S = 1.0
 
 
 def parse_duration(raw: str | float | int, field: str = "time_limit") -> float:
@@ -128,21 +133,23 @@ class StopRules:
     def needed_s(self) -> float | None:
         """The time one more trial and the final race still need.
 
-        The estimate: ``(2 + final_race_runs)`` times the longest of the last
+        The estimate: ``(1 + final_race_runs)`` times the longest of the last
         :data:`KEPT_DURATIONS` timings of each kind: batches of the search, their wall time per
         wave of parallel trials, which holds telling the engine and saving the job's state
         (:meth:`add_time`), and measured trials one by one, from the start (the first of a
         batch from the engine's proposal) to the result recorded (:meth:`add_trial_time`).
         A measured trial is one benchmark run with racing, as is each run of the final race;
         ``final_race_runs`` counts the finalists measured once more and the runs the
-        recommendation still needs to reach its repeats (a race nothing challenges), and one
-        run is kept spare, for a challenger or a run slower than the ones before it (a loaded
-        host); the race itself also watches the clock, see :meth:`race_fits`. The longest
+        recommendation still needs to reach its repeats (a race nothing challenges); then one
+        more run's time, or :data:`MIN_SPARE_S` when that is longer, is kept spare, for a
+        challenger, a run slower than the ones before it or a stall of a loaded host; the
+        race itself also watches the clock, see :meth:`race_fits`. The longest
         rather than the mean, because overrunning a limit is worse than stopping a trial
         early. ``None`` before any trial was measured: the first trial always runs.
         """
         trial = self.trial_s()
-        return None if trial is None else trial * (1 + SPARE_RACE_RUNS + self.final_race_runs)
+        return None if trial is None else trial * (1 + self.final_race_runs) + max(trial * SPARE_RACE_RUNS,
+                                                                                   MIN_SPARE_S)
 
     def time_is_up(self) -> bool:
         """Whether a new trial must not start (sets :attr:`reason`)."""

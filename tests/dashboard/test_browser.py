@@ -330,7 +330,9 @@ def check_history_ranking(page: Any, api: httpx.Client, card: str) -> None:
                                      "rows => rows.map(r => [...r.children].map(c => c.textContent))")
     heads = page.eval_on_selector_all(f"{table} thead th", "ths => ths.map(th => th.dataset.key)")
     assert heads[:3] == ["rank", "value", "bound"]
-    assert len(rows) == len(best["items"]) >= 2
+    # A job runs beside this page: the history may have gained a configuration between the
+    # page's request and this one (it never loses one), up to the top 10 both ask for.
+    assert 2 <= len(rows) <= len(best["items"]) <= 10, (rows, best["items"])
     lows = [item["interval"]["low"] for item in best["items"]]
     assert lows == sorted(lows, reverse=True)  # what the API ranks by ...
     # ... is the column the page ranks by (a job still runs beside this page, so the figures may

@@ -43,14 +43,14 @@ def test_rows_are_those_of_execute_with_types_converted(engine: Engine) -> None:
     job_id = _job(engine)
     params = {"job_id": job_id, "value": 9.5, "limit": 3, "offset": 0}
     with connection_scope(engine, snapshot=False) as c:
-        assert HEADER.rows(c, {"job_id": job_id}) == [tuple(c.execute(HEADER._statement, {"job_id": job_id}).one())]
+        assert HEADER.rows(c, {"job_id": job_id}) == [tuple(c.execute(HEADER.statement, {"job_id": job_id}).one())]
         kind, state, finished_at = HEADER.rows(c, {"job_id": job_id})[0]
         assert (kind, state, finished_at) == ("sim", "completed", ENDED) and finished_at.tzinfo is not None
         assert TRIALS.rows(c, params) == [(1, 9.5), (3, 9.5), (0, 5.0)]
         assert TRIALS.rows(c, {**params, "value": 9, "offset": 1}) == [(2, 1.25)]  # an int for a float
         assert HEADER.rows(c, {"job_id": job_id + 100}) == []
     with session_scope(engine) as s:  # on a session: in its transaction
-        assert TRIALS.rows(s, params) == [tuple(r) for r in s.execute(TRIALS._statement, params)]
+        assert TRIALS.rows(s, params) == [tuple(r) for r in s.execute(TRIALS.statement, params)]
 
 
 def test_it_runs_in_the_connections_transaction(db_url: str, engine: Engine) -> None:

@@ -81,10 +81,17 @@ def test_a_time_limit_ends_the_job_before_it_with_its_final_race(engine: Engine,
     # Trials of 0.15 s and more: a few fit before the limit keeps the rest for the race (on a
     # loaded machine as few as 2), and random search stops inside its first batch of 64.
     assert 2 <= outcome.trials < (64 if search == "random" else 200)
-    report = _recommended_with_repeats(engine, job)
+    report = job_report(engine, job)
     assert report["elapsed_s"] < limit and report["time_limit_s"] == limit
-    assert report["race"]["decided"] is True  # the estimate left the race its time
     assert "within the time limit of 4s (" in report["stop_text"], report["stop_text"]
+    # The limit kept time for a final race. Whether the race was decided depends on the load:
+    # the limit keeps one run spare, and under CI's load a stall of a few trials' time once
+    # ended a race with its recommendation at 2 runs of 3 (as documented: undecided, within
+    # the limit). A decided race has brought its recommendation to its repeats.
+    rec, race = report["recommendation"], report["race"]
+    assert rec is not None and race["measurements"] >= 1, race
+    runs = rec["interval"]["n"]
+    assert runs >= 2 and (runs == 3 or not race["decided"]), (rec, race)
 
 
 @pytest.mark.slow
@@ -222,6 +229,11 @@ def test_the_time_limit_keeps_a_spare_run_for_the_race_and_times_the_race_by_its
     assert rules.race_durations == [0.5]
     # Without a limit everything fits.
     assert StopRules({}, {}, 4).race_fits(1000)
+    # Runs shorter than a second: a second is kept spare (a loaded host's stall), not one run;
+    # the race may use it (it keeps one run to spare itself).
+    short = StopRules({"time_limit_s": 20.0}, {"elapsed_s": 10.0, "stopping": {"each_s": [0.2]}}, 4)
+    assert short.needed_s() == pytest.approx(0.2 * (1 + 4) + 1.0)
+    assert short.race_fits(48) and not short.race_fits(50)
 
 
 def test_trials_are_timed_one_by_one_and_batches_per_wave() -> None:
