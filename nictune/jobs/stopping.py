@@ -45,8 +45,8 @@ KEPT_DURATIONS = 10
 SPARE_RACE_RUNS = 1
 #: The least time the search leaves spare for the final race, however short a run: a loaded
 #: host's stall (a disk flush, the scheduler) can take a second whatever the runs take, and
-#: simulated jobs with runs of 0.2 s lost their final race to one in CI (the race then had
-#: no time left for its first run).
+#: simulated jobs with runs of 0.2 s had their final race cut short by one in CI (beside the
+#: browser test, the race had no time left even for its first run).
 MIN_SPARE_S = 1.0
 
 
@@ -148,8 +148,9 @@ class StopRules:
         early. ``None`` before any trial was measured: the first trial always runs.
         """
         trial = self.trial_s()
-        return None if trial is None else trial * (1 + self.final_race_runs) + max(trial * SPARE_RACE_RUNS,
-                                                                                   MIN_SPARE_S)
+        if trial is None:
+            return None
+        return trial * (1 + self.final_race_runs) + max(trial * SPARE_RACE_RUNS, MIN_SPARE_S)
 
     def time_is_up(self) -> bool:
         """Whether a new trial must not start (sets :attr:`reason`)."""
